@@ -1,0 +1,77 @@
+//! The crate's one error type.
+
+/// Why a statement, a filter or a store call could not be taken.
+///
+/// Decoding errors name the first thing that was wrong with the bytes, so a peer or an app
+/// that sent them can be told exactly what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+pub enum Error {
+	/// The input ended before the statement did.
+	#[error("statement encoding is truncated: {needed} more bytes needed at offset {offset}")]
+	Truncated {
+		/// Offset at which the read started.
+		offset: usize,
+		/// Bytes the read needed.
+		needed: usize,
+	},
+	/// A field tag outside 0..=8.
+	#[error("unknown statement field tag {tag}")]
+	UnknownField {
+		/// The tag that was read.
+		tag: u8,
+	},
+	/// A field tag not greater than the one before it (duplicate or out of order).
+	#[error("statement field {tag} follows field {previous}: fields must be unique and in increasing tag order")]
+	FieldOrder {
+		/// The tag that was read.
+		tag: u8,
+		/// The tag of the field before it.
+		previous: u8,
+	},
+	/// A proof kind outside sr25519 (0), ed25519 (1) and secp256k1 ecdsa (2).
+	#[error("unknown proof kind {kind}")]
+	UnknownProof {
+		/// The proof discriminant that was read.
+		kind: u8,
+	},
+	/// Bytes left over after a complete statement.
+	#[error("{count} trailing bytes after the statement")]
+	TrailingBytes {
+		/// How many bytes were left.
+		count: usize,
+	},
+	/// The encoding is larger than [`crate::MAX_STATEMENT_SIZE`].
+	#[error("statement encoding is {size} bytes, more than the maximum {max}")]
+	TooLarge {
+		/// Size of the encoding.
+		size: usize,
+		/// The maximum allowed.
+		max: usize,
+	},
+	/// A compact integer that is not in its canonical (shortest) form or overflows `u32`.
+	#[error("malformed compact integer at offset {offset}")]
+	BadCompact {
+		/// Offset of the compact's first byte.
+		offset: usize,
+	},
+	/// A topic filter with more topics than its kind allows.
+	#[error("{given} topics given, at most {max} allowed")]
+	TooManyTopics {
+		/// Number of topics given.
+		given: usize,
+		/// Limit for this kind of filter.
+		max: usize,
+	},
+	/// The store's database failed.
+	#[error("database error: {0}")]
+	Db(String),
+	/// Reading chain state failed.
+	#[error("storage error: {0}")]
+	Storage(String),
+	/// A stored value could not be decoded.
+	#[error("decoding error: {0}")]
+	Decode(String),
+}
+
+/// Result with the crate's [`Error`].
+pub type Result<T> = core::result::Result<T, Error>;

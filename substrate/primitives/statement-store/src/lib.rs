@@ -1,0 +1,49 @@
+//! Statement primitives: the statement type, its wire format, proofs, allowances, filters,
+//! submission outcomes and the store-facing trait.
+//!
+//! Byte-compatible with upstream `sp-statement-store` 29: the same statement encodes to the same
+//! bytes and hash, and the JSON forms of filters and results match upstream's RPC. This crate
+//! knows no database; the store implements [`StatementStore`].
+//!
+//! ```
+//! use sp_core::Pair;
+//! use statement_primitives::{SignatureVerificationResult, Statement, Topic};
+//!
+//! let alice = sp_core::sr25519::Pair::from_string("//Alice", None).unwrap();
+//! let mut statement = Statement::new();
+//! statement.set_expiry_from_parts(2_000_000_000, 0);
+//! statement.set_topic(0, Topic([7; 32]));
+//! statement.set_plain_data(b"hello".to_vec());
+//! statement.sign_sr25519_private(&alice);
+//!
+//! let bytes = statement.encode();
+//! let decoded = Statement::from_bytes(&bytes).unwrap();
+//! assert_eq!(decoded, statement);
+//! assert_eq!(decoded.verify_signature(), SignatureVerificationResult::Valid(alice.public().0));
+//! ```
+#![warn(missing_docs)]
+
+mod allowance;
+mod error;
+mod filter;
+mod proof;
+mod statement;
+mod store;
+mod submit;
+mod types;
+mod wire;
+
+pub use allowance::{statement_allowance_key, StatementAllowance, STATEMENT_ALLOWANCE_PREFIX};
+pub use error::{Error, Result};
+pub use filter::{check_match_all, TopicFilter};
+pub use proof::{Proof, SignatureVerificationResult};
+pub use statement::Statement;
+pub use store::StatementStore;
+pub use submit::{InvalidReason, RejectionReason, StatementEvent, StatementSource, SubmitResult};
+pub use types::{
+	hash_encoded, AccountId, Channel, DecryptionKey, Hash, Topic, MAX_ANY_TOPICS,
+	MAX_STATEMENT_SIZE, MAX_TOPICS,
+};
+
+/// Re-exported so that users sign and verify with the same `sp-core` this crate uses.
+pub use sp_core;
