@@ -1,0 +1,223 @@
+//! One atomic change: every column a submit, removal, eviction or maintenance step touches,
+//! written in a single parity-db commit, then mirrored into the cache and the membership set
+//! while readers are held off, so no query sees half of it.
+
+use crate::{
+	posting::{decode_segment, encode_segment, segment_base},
+	schema::{self, Counters, Id, PostingKey, Record, Usage},
+	store::Inner,
+	Error, Result,
+};
+use codec::Encode;
+use parity_db::ColId;
+use statement_primitives::{AccountId, Hash};
+use std::collections::{BTreeMap, HashMap};
+
+/// Changes collected for one commit. Built while holding the store's writer lock.
+pub struct Batch<'a> {
+	inner: &'a Inner,
+	ops: Vec<(ColId, Vec<u8>, Option<Vec<u8>>)>,
+	segments: BTreeMap<(PostingKey, Id), Vec<Id>>,
+	postings: Vec<(PostingKey, Id, bool)>,
+	usage: HashMap<AccountId, Usage>,
+	counters: Counters,
+	added: Vec<(Hash, Record, Vec<u8>)>,
+	removed: Vec<Hash>,
+}
+
+impl<'a> Batch<'a> {
+	/// An empty batch starting from the store's current counters.
+	pub fn new(inner: &'a Inner, counters: Counters) -> Self {
+		Batch {
+			inner,
+			ops: Vec::new(),
+			segments: BTreeMap::new(),
+			postings: Vec::new(),
+			usage: HashMap::new(),
+			counters,
+			added: Vec::new(),
+			removed: Vec::new(),
+		}
+	}
+
+	/// Whether the batch changes nothing.
+	pub fn is_empty(&self) -> bool {
+		self.ops.is_empty() && self.segments.is_empty()
+	}
+
+	/// Admit a statement under the next id.
+	pub fn add(
+		&mut self,
+		hash: Hash,
+		account: AccountId,
+		statement: &statement_primitives::Statement,
+		encoding: Vec<u8>,
+	) -> Result<Id> {
+		let id = self.counters.next_id;
+		self.counters.next_id += 1;
+		let record = Record::new(id, account, statement, encoding.len());
+		self.ops.push((schema::COL_BODY, schema::id_key(id).to_vec(), Some(encoding.clone())));
+		self.ops.push((schema::COL_HASH, hash.to_vec(), Some(record.encode())));
+		self.ops.push((schema::COL_JOURNAL, schema::id_key(id).to_vec(), Some(hash.to_vec())));
+		self.ops.push((
+			schema::COL_ACCOUNT,
+			schema::account_key(&account, record.expiry, id).to_vec(),
+			Some(hash.to_vec()),
+		));
+		self.ops.push((
+			schema::COL_EXPIRY,
+			schema::expiry_key(record.expiry, id).to_vec(),
+			Some(hash.to_vec()),
+		));
+		if let Some(channel) = &record.channel {
+			// A replaced holder of this channel may have queued a delete of the same key.
+			let key = schema::channel_key(&account, channel);
+			self.ops.retain(|(col, k, _)| !(*col == schema::COL_CHANNEL && k[..] == key[..]));
+			let mut value = id.to_le_bytes().to_vec();
+			value.extend_from_slice(&record.expiry.to_le_bytes());
+			self.ops.push((schema::COL_CHANNEL, key.to_vec(), Some(value)));
+		}
+		for key in record.posting_keys() {
+			self.posting(key, id, true)?;
+		}
+		let usage = self.usage_mut(&account)?;
+		usage.count += 1;
+		usage.data_size += u64::from(record.data_len);
+		self.counters.count += 1;
+		self.counters.total_size += u64::from(record.encoded_len);
+		self.added.push((hash, record, encoding));
+		Ok(id)
+	}
+
+	/// Remove a stored statement and its index entries; ban its hash until `ban_until` (unix
+	/// seconds) if given.
+	pub fn remove(&mut self, hash: &Hash, record: &Record, ban_until: Option<u64>) -> Result<()> {
+		let id = record.id;
+		self.ops.push((schema::COL_BODY, schema::id_key(id).to_vec(), None));
+		self.ops.push((schema::COL_HASH, hash.to_vec(), None));
+		self.ops.push((schema::COL_JOURNAL, schema::id_key(id).to_vec(), None));
+		self.ops.push((
+			schema::COL_ACCOUNT,
+			schema::account_key(&record.account, record.expiry, id).to_vec(),
+			None,
+		));
+		self.ops.push((schema::COL_EXPIRY, schema::expiry_key(record.expiry, id).to_vec(), None));
+		if let Some(channel) = &record.channel {
+			// Only clear the channel if it still points at this statement.
+			let key = schema::channel_key(&record.account, channel);
+			let current = self.inner.db.get(schema::COL_CHANNEL, &key)?;
+			let pending =
+				self.ops.iter().rev().find(|(col, k, _)| {
+					*col == schema::COL_CHANNEL && k.as_slice() == key.as_slice()
+				});
+			let holder = match pending {
+				Some((_, _, value)) => value.clone(),
+				None => current,
+			};
+			if holder.as_deref().and_then(schema::le_u64_prefix) == Some(id) {
+				self.ops.push((schema::COL_CHANNEL, key.to_vec(), None));
+			}
+		}
+		for key in record.posting_keys() {
+			self.posting(key, id, false)?;
+		}
+		let usage = self.usage_mut(&record.account)?;
+		usage.count = usage.count.saturating_sub(1);
+		usage.data_size = usage.data_size.saturating_sub(u64::from(record.data_len));
+		self.counters.count = self.counters.count.saturating_sub(1);
+		self.counters.total_size =
+			self.counters.total_size.saturating_sub(u64::from(record.encoded_len));
+		if let Some(until) = ban_until {
+			self.ban(hash, until);
+		}
+		self.removed.push(*hash);
+		Ok(())
+	}
+
+	/// Refuse `hash` from the network until `until` (unix seconds).
+	pub fn ban(&mut self, hash: &Hash, until: u64) {
+		self.ops.push((schema::COL_BAN, hash.to_vec(), Some(until.to_le_bytes().to_vec())));
+		self.ops.push((
+			schema::COL_BAN_ORDER,
+			schema::ban_order_key(until, hash).to_vec(),
+			Some(Vec::new()),
+		));
+	}
+
+	/// Lift a ban that ends at `until`.
+	pub fn unban(&mut self, hash: &Hash, until: u64) {
+		self.ops.push((schema::COL_BAN, hash.to_vec(), None));
+		self.ops.push((schema::COL_BAN_ORDER, schema::ban_order_key(until, hash).to_vec(), None));
+	}
+
+	fn usage_mut(&mut self, account: &AccountId) -> Result<&mut Usage> {
+		if !self.usage.contains_key(account) {
+			let stored = match self.inner.db.get(schema::COL_USAGE, account)? {
+				Some(bytes) => schema::decode_value(schema::COL_USAGE, &bytes)?,
+				None => Usage::default(),
+			};
+			self.usage.insert(*account, stored);
+		}
+		Ok(self.usage.entry(*account).or_default())
+	}
+
+	fn posting(&mut self, key: PostingKey, id: Id, add: bool) -> Result<()> {
+		let base = segment_base(id);
+		if !self.segments.contains_key(&(key, base)) {
+			let mut ids = Vec::new();
+			if let Some(bytes) = self.inner.db.get(schema::COL_POSTING, &key.segment_key(base))? {
+				decode_segment(&bytes, &mut ids).ok_or(Error::BadValue {
+					column: schema::COL_POSTING,
+					detail: "posting segment does not decode".into(),
+				})?;
+			}
+			self.segments.insert((key, base), ids);
+		}
+		let ids = self.segments.entry((key, base)).or_default();
+		match (ids.binary_search(&id), add) {
+			(Err(at), true) => ids.insert(at, id),
+			(Ok(at), false) => {
+				ids.remove(at);
+			}
+			_ => {}
+		}
+		self.postings.push((key, id, add));
+		Ok(())
+	}
+
+	/// Write everything in one commit, then update cache, membership and subscribers while
+	/// readers wait. Returns the counters after the commit.
+	pub fn commit(mut self) -> Result<Counters> {
+		let inner = self.inner;
+		for ((key, base), ids) in std::mem::take(&mut self.segments) {
+			let value = (!ids.is_empty()).then(|| encode_segment(&ids));
+			self.ops.push((schema::COL_POSTING, key.segment_key(base), value));
+		}
+		for (account, usage) in std::mem::take(&mut self.usage) {
+			let value = (usage.count > 0).then(|| usage.encode());
+			self.ops.push((schema::COL_USAGE, account.to_vec(), value));
+		}
+		self.ops.push((
+			schema::COL_META,
+			schema::KEY_COUNTERS.to_vec(),
+			Some(self.counters.encode()),
+		));
+
+		let _view = inner.view.write();
+		inner.db.commit(self.ops)?;
+		for (key, id, add) in &self.postings {
+			inner.cache.update(key, |list| if *add { list.insert(*id) } else { list.remove(*id) });
+		}
+		for hash in &self.removed {
+			inner.membership.remove(hash);
+		}
+		for (hash, _, _) in &self.added {
+			inner.membership.insert(hash);
+		}
+		inner
+			.subscriptions
+			.notify(self.added.iter().map(|(_, record, encoding)| (record, encoding)));
+		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
+		Ok(self.counters)
+	}
+}

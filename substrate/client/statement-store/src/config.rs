@@ -1,0 +1,99 @@
+//! How a store is opened: where, how big, how long bans last, how much cache.
+
+use statement_primitives::DecryptionKey;
+use std::{
+	path::PathBuf,
+	sync::Arc,
+	time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+/// The store's notion of now, in unix seconds. Tests move it; nodes use the system clock.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Clock {
+	/// The system clock.
+	pub fn system() -> Self {
+		Clock(Arc::new(|| {
+			SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
+		}))
+	}
+
+	/// A clock reading whatever `now` returns.
+	pub fn from_fn(now: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+		Clock(Arc::new(now))
+	}
+
+	/// Unix seconds now.
+	pub fn now(&self) -> u64 {
+		(self.0)()
+	}
+}
+
+impl std::fmt::Debug for Clock {
+	fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+		write!(f, "Clock({})", self.now())
+	}
+}
+
+/// Decrypts "posted" data for `posted_clear`: the node's keystore implements it.
+pub trait Decryptor: Send + Sync {
+	/// `data` decrypted with the private key identified by `key`, or `None` if this node
+	/// does not hold that key or the data does not decrypt.
+	fn decrypt(&self, key: &DecryptionKey, data: &[u8]) -> Option<Vec<u8>>;
+}
+
+/// Options for [`crate::Store::open`]. `Config::new(path)` gives the production defaults.
+#[derive(Clone, Debug)]
+pub struct Config {
+	/// Directory of the parity-db database; created if missing.
+	pub path: PathBuf,
+	/// Most statements kept at once (all accounts together).
+	pub max_total_statements: u64,
+	/// Most encoded bytes kept at once (all accounts together).
+	pub max_total_size: u64,
+	/// How long a removed or evicted statement is refused from the network.
+	pub ban_period: Duration,
+	/// Bytes of decoded posting lists the MatchAll cache may hold.
+	pub cache_bytes: usize,
+	/// Longest one maintenance slice may run before yielding to submits.
+	pub maintenance_budget: Duration,
+	/// fsync parity-db's write-ahead log before applying it (power-loss safety).
+	pub sync_wal: bool,
+	/// Source of the current time.
+	pub clock: Clock,
+	/// Keys for `posted_clear`; without one, `posted_clear` finds nothing to decrypt.
+	pub decryptor: Option<Arc<dyn Decryptor>>,
+}
+
+impl std::fmt::Debug for dyn Decryptor {
+	fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+		f.write_str("Decryptor")
+	}
+}
+
+/// 4,194,304 statements, as upstream.
+pub const DEFAULT_MAX_TOTAL_STATEMENTS: u64 = 4 * 1024 * 1024;
+/// 2 GiB of encoded statements, as upstream.
+pub const DEFAULT_MAX_TOTAL_SIZE: u64 = 2 * 1024 * 1024 * 1024;
+/// 48 hours.
+pub const DEFAULT_BAN_PERIOD: Duration = Duration::from_secs(48 * 3600);
+/// 64 MiB of posting lists.
+pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+impl Config {
+	/// Production defaults for a store at `path`.
+	pub fn new(path: impl Into<PathBuf>) -> Self {
+		Config {
+			path: path.into(),
+			max_total_statements: DEFAULT_MAX_TOTAL_STATEMENTS,
+			max_total_size: DEFAULT_MAX_TOTAL_SIZE,
+			ban_period: DEFAULT_BAN_PERIOD,
+			cache_bytes: DEFAULT_CACHE_BYTES,
+			maintenance_budget: Duration::from_millis(20),
+			sync_wal: true,
+			clock: Clock::system(),
+			decryptor: None,
+		}
+	}
+}

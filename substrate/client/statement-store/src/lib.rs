@@ -1,0 +1,59 @@
+//! A statement store with statements **and** their indexes persisted in parity-db, a hot
+//! set-intersection cache for MatchAll queries, and concurrent reads.
+//!
+//! ```no_run
+//! use statement_store::{Config, MapAllowances, Store};
+//! use statement_primitives::{StatementAllowance, StatementStore, Topic};
+//! use std::sync::Arc;
+//!
+//! let allowances = MapAllowances::new().with_default(StatementAllowance::new(100, 1 << 20));
+//! let store = Store::open(Config::new("/tmp/statements"), Arc::new(allowances))?;
+//! let greetings = store.broadcasts(&[Topic([7; 32])])?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Layout and invariants
+//!
+//! Every statement gets a compact local id from an ever-growing admission counter. Its body
+//! (by id), its record (by hash), its journal entry, and its entries in the topic, decryption
+//! key, account, channel and expiry indexes are written in **one** parity-db commit together
+//! with the updated counters, so a crash at any point leaves all of them or none.
+//!
+//! Opening reads only the journal (ids and hashes) to fill the in-memory membership set that
+//! answers `has_statement`; bodies are not decoded and posting lists load on first use.
+//!
+//! Queries hold a shared view lock for their whole run; a writer plans under its own lock
+//! without blocking readers, and takes the view lock exclusively only to publish its commit
+//! to parity-db, the cache, the membership set and subscribers. A query therefore never sees
+//! half a change, and the cache never disagrees with the disk.
+//!
+//! Durability: parity-db writes commits from a background thread, so a statement reported
+//! `New` may be lost if the process is killed within moments of the report; what survives is
+//! always whole (never half-indexed).
+#![warn(missing_docs)]
+
+mod allowance;
+mod batch;
+mod cache;
+mod config;
+mod error;
+mod maintenance;
+mod membership;
+mod metrics;
+mod posting;
+mod schema;
+mod store;
+mod submit;
+mod subscription;
+
+pub use allowance::{AllowanceAt, AllowanceProvider, ChainAllowances, MapAllowances};
+pub use config::{
+	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_CACHE_BYTES, DEFAULT_MAX_TOTAL_SIZE,
+	DEFAULT_MAX_TOTAL_STATEMENTS,
+};
+pub use error::{Error, Result};
+pub use maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};
+pub use metrics::MetricsSnapshot;
+pub use schema::Id;
+pub use store::Store;
+pub use subscription::Subscription;

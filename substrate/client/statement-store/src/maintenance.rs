@@ -1,0 +1,229 @@
+//! Maintenance: drop expired statements, purge old bans, re-check allowances.
+//!
+//! Each kind of work walks an ordered index from its start (expiry order, purge-time order,
+//! account order), in slices of at most [`SLICE`] items, each slice one commit taken under
+//! the writer lock and released before the next, so submits interleave. The whole call stops
+//! when its time budget is spent and carries on where it left off next time.
+
+use crate::{
+	batch::Batch,
+	schema::{self, Usage},
+	store::{bad, Store},
+	Result,
+};
+use statement_primitives::AccountId;
+use std::time::{Duration, Instant};
+
+/// Most items one slice handles before releasing the writer lock.
+pub const SLICE: usize = 256;
+
+/// What one maintenance call did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MaintenanceReport {
+	/// Expired statements removed.
+	pub expired: usize,
+	/// Bans purged.
+	pub bans_purged: usize,
+	/// Statements evicted because their account's allowance shrank or vanished.
+	pub evicted: usize,
+	/// Accounts whose allowance was re-checked.
+	pub accounts_checked: usize,
+	/// Whether the budget ran out before all work was done.
+	pub incomplete: bool,
+}
+
+impl Store {
+	/// Run maintenance for at most the configured budget.
+	pub fn maintain(&self) -> Result<MaintenanceReport> {
+		self.maintain_for(self.inner.config.maintenance_budget)
+	}
+
+	/// Run maintenance for at most `budget` (at least one slice of each kind runs).
+	pub fn maintain_for(&self, budget: Duration) -> Result<MaintenanceReport> {
+		let deadline = Instant::now() + budget;
+		let mut report = MaintenanceReport::default();
+		loop {
+			let expired = self.expire_slice()?;
+			report.expired += expired;
+			if expired < SLICE {
+				break;
+			}
+			if Instant::now() >= deadline {
+				report.incomplete = true;
+				return Ok(report);
+			}
+		}
+		loop {
+			let purged = self.purge_bans_slice()?;
+			report.bans_purged += purged;
+			if purged < SLICE {
+				break;
+			}
+			if Instant::now() >= deadline {
+				report.incomplete = true;
+				return Ok(report);
+			}
+		}
+		loop {
+			let (checked, evicted, finished) = self.allowance_slice()?;
+			report.accounts_checked += checked;
+			report.evicted += evicted;
+			if finished {
+				break;
+			}
+			if Instant::now() >= deadline {
+				report.incomplete = true;
+				break;
+			}
+		}
+		self.inner.metrics.add_expired(report.expired as u64);
+		self.inner.metrics.add_evicted(report.evicted as u64);
+		if report.expired + report.evicted + report.bans_purged > 0 {
+			log::debug!(target: "statement-store", "maintenance: {report:?}");
+		}
+		Ok(report)
+	}
+
+	/// Remove up to one slice of statements whose expiry second has passed.
+	fn expire_slice(&self) -> Result<usize> {
+		let inner = &self.inner;
+		let now = inner.config.clock.now();
+		let mut counters = inner.writer.lock();
+		let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
+		iter.seek_to_first()?;
+		let mut batch = Batch::new(inner, *counters);
+		let ban_until = now + inner.config.ban_period.as_secs();
+		let mut removed = 0;
+		while removed < SLICE {
+			let Some((key, value)) = iter.next()? else { break };
+			let expiry = schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_EXPIRY, "key"))?;
+			if expiry >> 32 >= now {
+				break;
+			}
+			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
+			let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+			batch.remove(&hash, &record, Some(ban_until))?;
+			removed += 1;
+		}
+		if removed > 0 {
+			let after = batch.commit()?;
+			*counters = after;
+		}
+		Ok(removed)
+	}
+
+	/// Lift up to one slice of bans whose period has ended.
+	fn purge_bans_slice(&self) -> Result<usize> {
+		let inner = &self.inner;
+		let now = inner.config.clock.now();
+		let mut counters = inner.writer.lock();
+		let mut iter = inner.db.iter(schema::COL_BAN_ORDER)?;
+		iter.seek_to_first()?;
+		let mut batch = Batch::new(inner, *counters);
+		let mut purged = 0;
+		while purged < SLICE {
+			let Some((key, _)) = iter.next()? else { break };
+			let until = schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
+			if until > now {
+				break;
+			}
+			let hash =
+				schema::array32(&key[8..]).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
+			batch.unban(&hash, until);
+			purged += 1;
+		}
+		if purged > 0 {
+			let after = batch.commit()?;
+			*counters = after;
+		}
+		Ok(purged)
+	}
+
+	/// Re-check up to one slice of accounts against their current allowance, evicting their
+	/// lowest-expiry statements until they fit. Returns (checked, evicted, reached the end).
+	fn allowance_slice(&self) -> Result<(usize, usize, bool)> {
+		let inner = &self.inner;
+		let mut cursor = inner.allowance_cursor.lock();
+		let mut counters = inner.writer.lock();
+		let mut accounts = inner.db.iter(schema::COL_USAGE)?;
+		match &*cursor {
+			Some(last) => {
+				let mut next = last.to_vec();
+				next.push(0);
+				accounts.seek(&next)?;
+			}
+			None => accounts.seek_to_first()?,
+		}
+		let mut batch = Batch::new(inner, *counters);
+		let ban_until = self.ban_until();
+		let (mut checked, mut evicted) = (0, 0);
+		let mut finished = true;
+		while let Some((key, value)) = accounts.next()? {
+			let account: AccountId =
+				schema::array32(&key).ok_or_else(|| bad(schema::COL_USAGE, "key"))?;
+			let usage: Usage = schema::decode_value(schema::COL_USAGE, &value)?;
+			let allowance = inner.allowances.allowance(&account)?.unwrap_or_default();
+			let (mut count, mut size) = (u64::from(usage.count), usage.data_size);
+			let over = |count: u64, size: u64| {
+				count > u64::from(allowance.max_count) || size > u64::from(allowance.max_size)
+			};
+			if over(count, size) {
+				let mut entries = inner.db.iter(schema::COL_ACCOUNT)?;
+				entries.seek(&account)?;
+				while over(count, size) {
+					let Some((entry_key, entry)) = entries.next()? else { break };
+					if !entry_key.starts_with(&account) {
+						break;
+					}
+					let hash =
+						schema::array32(&entry).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
+					let record =
+						inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+					batch.remove(&hash, &record, Some(ban_until))?;
+					count -= 1;
+					size -= u64::from(record.data_len);
+					evicted += 1;
+				}
+			}
+			checked += 1;
+			*cursor = Some(account);
+			if checked >= SLICE || evicted >= SLICE {
+				finished = false;
+				break;
+			}
+		}
+		if finished {
+			*cursor = None;
+		}
+		if !batch.is_empty() {
+			let after = batch.commit()?;
+			*counters = after;
+		}
+		Ok((checked, evicted, finished))
+	}
+
+	/// Run [`Store::maintain`] every `period` on a tokio runtime until the returned handle is
+	/// aborted or the runtime stops. Each run happens on a blocking thread.
+	pub fn spawn_maintenance(
+		&self,
+		handle: &tokio::runtime::Handle,
+		period: Duration,
+	) -> tokio::task::JoinHandle<()> {
+		let store = self.clone();
+		handle.spawn(async move {
+			let mut ticks = tokio::time::interval(period);
+			ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+			loop {
+				ticks.tick().await;
+				let store = store.clone();
+				match tokio::task::spawn_blocking(move || store.maintain()).await {
+					Ok(Ok(_)) => {}
+					Ok(Err(err)) => {
+						log::warn!(target: "statement-store", "maintenance failed: {err}")
+					}
+					Err(err) => log::warn!(target: "statement-store", "maintenance task: {err}"),
+				}
+			}
+		})
+	}
+}

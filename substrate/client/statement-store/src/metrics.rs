@@ -1,0 +1,70 @@
+//! Counters the node exports: statements, bytes, submit outcomes, cache hits and misses.
+
+use parking_lot::Mutex;
+use std::{
+	collections::BTreeMap,
+	sync::atomic::{AtomicU64, Ordering},
+};
+
+/// Live counters, updated by the store as it works.
+#[derive(Default)]
+pub struct Metrics {
+	statements: AtomicU64,
+	bytes: AtomicU64,
+	expired: AtomicU64,
+	evicted: AtomicU64,
+	submits: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+/// A copy of the counters at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricsSnapshot {
+	/// Statements stored.
+	pub statements: u64,
+	/// Encoded bytes stored.
+	pub bytes: u64,
+	/// Statements removed by maintenance because they expired.
+	pub expired: u64,
+	/// Statements evicted to make room for others or after an allowance dropped.
+	pub evicted: u64,
+	/// Submissions by outcome label (`new`, `known`, `account_full`, ...).
+	pub submits: BTreeMap<&'static str, u64>,
+	/// MatchAll cache hits.
+	pub cache_hits: u64,
+	/// MatchAll cache misses (lists read from disk).
+	pub cache_misses: u64,
+	/// Bytes of posting lists in the cache.
+	pub cache_bytes: u64,
+	/// Open subscriptions.
+	pub subscriptions: u64,
+}
+
+impl Metrics {
+	pub(crate) fn set_totals(&self, statements: u64, bytes: u64) {
+		self.statements.store(statements, Ordering::Relaxed);
+		self.bytes.store(bytes, Ordering::Relaxed);
+	}
+
+	pub(crate) fn submitted(&self, label: &'static str) {
+		*self.submits.lock().entry(label).or_default() += 1;
+	}
+
+	pub(crate) fn add_expired(&self, count: u64) {
+		self.expired.fetch_add(count, Ordering::Relaxed);
+	}
+
+	pub(crate) fn add_evicted(&self, count: u64) {
+		self.evicted.fetch_add(count, Ordering::Relaxed);
+	}
+
+	pub(crate) fn snapshot(&self) -> MetricsSnapshot {
+		MetricsSnapshot {
+			statements: self.statements.load(Ordering::Relaxed),
+			bytes: self.bytes.load(Ordering::Relaxed),
+			expired: self.expired.load(Ordering::Relaxed),
+			evicted: self.evicted.load(Ordering::Relaxed),
+			submits: self.submits.lock().clone(),
+			..MetricsSnapshot::default()
+		}
+	}
+}

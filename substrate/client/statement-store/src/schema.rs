@@ -1,0 +1,241 @@
+//! The on-disk layout: parity-db columns, their keys and values, and the schema version.
+//!
+//! Every statement gets a compact local id from a counter that only grows (the admission
+//! journal's sequence). Indexes refer to statements by id, so posting lists hold 8-byte ids,
+//! not 32-byte hashes. A statement and every index entry for it are written in one commit.
+
+use crate::{Error, Result};
+use codec::{Decode, Encode};
+use parity_db::{ColId, ColumnOptions, Options};
+use statement_primitives::{AccountId, Channel, DecryptionKey, Hash, Statement, Topic};
+use std::path::Path;
+
+/// Compact local id of a statement: its admission sequence number.
+pub type Id = u64;
+
+/// Schema version, 1 key: `b"schema"`. Counters: `b"counters"`.
+pub const COL_META: ColId = 0;
+/// id (8 bytes BE) -> statement encoding.
+pub const COL_BODY: ColId = 1;
+/// hash -> [`Record`]: everything needed to unindex a statement without decoding its body.
+pub const COL_HASH: ColId = 2;
+/// Admission journal, btree: id (BE) -> hash. Ordered, so "statements since N" is a seek.
+pub const COL_JOURNAL: ColId = 3;
+/// Posting lists, btree: [`PostingKey`] ++ segment base (BE) -> delta-encoded ids.
+pub const COL_POSTING: ColId = 4;
+/// Per-account statements, btree: account ++ expiry (BE) ++ id (BE) -> hash. Lowest expiry first.
+pub const COL_ACCOUNT: ColId = 5;
+/// account ++ channel -> id ++ expiry of the statement holding the channel.
+pub const COL_CHANNEL: ColId = 6;
+/// Expiry index, btree: expiry (BE) ++ id (BE) -> hash. Oldest first.
+pub const COL_EXPIRY: ColId = 7;
+/// Bans, hash -> purge time (unix seconds, u64).
+pub const COL_BAN: ColId = 8;
+/// Ban purge order, btree: purge time (BE) ++ hash -> ().
+pub const COL_BAN_ORDER: ColId = 9;
+/// account -> [`Usage`], btree so that maintenance can walk the accounts in slices.
+pub const COL_USAGE: ColId = 10;
+/// Number of columns.
+pub const COLUMNS: u8 = 11;
+
+/// Version written by this build.
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub const KEY_SCHEMA: &[u8] = b"schema";
+pub const KEY_COUNTERS: &[u8] = b"counters";
+
+/// parity-db options for the layout above.
+pub fn db_options(path: &Path, sync_wal: bool) -> Options {
+	let mut options = Options::with_columns(path, COLUMNS);
+	options.sync_wal = sync_wal;
+	options.stats = false;
+	for (index, column) in options.columns.iter_mut().enumerate() {
+		let col = index as ColId;
+		*column = ColumnOptions {
+			btree_index: matches!(
+				col,
+				COL_JOURNAL | COL_POSTING | COL_ACCOUNT | COL_EXPIRY | COL_BAN_ORDER | COL_USAGE
+			),
+			uniform: matches!(col, COL_HASH | COL_BAN),
+			..ColumnOptions::default()
+		};
+	}
+	options
+}
+
+/// Store-wide counters, rewritten in every commit that changes them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct Counters {
+	/// Statements stored.
+	pub count: u64,
+	/// Sum of their encoded sizes.
+	pub total_size: u64,
+	/// Id the next admitted statement gets.
+	pub next_id: Id,
+}
+
+/// What an account holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct Usage {
+	/// Statements held.
+	pub count: u32,
+	/// Sum of their data lengths.
+	pub data_size: u64,
+}
+
+/// What the store keeps about a statement besides its body.
+#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+pub struct Record {
+	/// Local id.
+	pub id: Id,
+	/// Expiry.
+	pub expiry: u64,
+	/// Account charged.
+	pub account: AccountId,
+	/// Data length, charged against the account's size allowance.
+	pub data_len: u32,
+	/// Encoded length, charged against the global size limit.
+	pub encoded_len: u32,
+	/// Channel, if any.
+	pub channel: Option<Channel>,
+	/// Decryption key, if any.
+	pub decryption_key: Option<DecryptionKey>,
+	/// Topics.
+	pub topics: Vec<Topic>,
+}
+
+impl Record {
+	/// The record of `statement`, admitted as `id` for `account`.
+	pub fn new(id: Id, account: AccountId, statement: &Statement, encoded_len: usize) -> Self {
+		Record {
+			id,
+			expiry: statement.expiry(),
+			account,
+			data_len: statement.data_len() as u32,
+			encoded_len: encoded_len as u32,
+			channel: statement.channel(),
+			decryption_key: statement.decryption_key(),
+			topics: statement.topics().to_vec(),
+		}
+	}
+
+	/// The posting lists this statement appears in: its key (or "no key") and each topic.
+	pub fn posting_keys(&self) -> impl Iterator<Item = PostingKey> + '_ {
+		let key = match self.decryption_key {
+			Some(key) => PostingKey::DecryptionKey(key),
+			None => PostingKey::NoKey,
+		};
+		std::iter::once(key).chain(self.topics.iter().map(|topic| PostingKey::Topic(topic.0)))
+	}
+}
+
+/// Names one posting list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PostingKey {
+	/// Statements without a decryption key (broadcasts).
+	NoKey,
+	/// Statements encrypted to this key.
+	DecryptionKey(DecryptionKey),
+	/// Statements carrying this topic.
+	Topic([u8; 32]),
+}
+
+impl PostingKey {
+	/// Byte prefix of this list's segments in [`COL_POSTING`].
+	pub fn prefix(&self) -> Vec<u8> {
+		let mut out = Vec::with_capacity(33);
+		match self {
+			PostingKey::NoKey => out.push(0),
+			PostingKey::DecryptionKey(key) => {
+				out.push(1);
+				out.extend_from_slice(key);
+			}
+			PostingKey::Topic(topic) => {
+				out.push(2);
+				out.extend_from_slice(topic);
+			}
+		}
+		out
+	}
+
+	/// Key of the segment starting at `base`.
+	pub fn segment_key(&self, base: Id) -> Vec<u8> {
+		let mut out = self.prefix();
+		out.extend_from_slice(&base.to_be_bytes());
+		out
+	}
+}
+
+pub fn id_key(id: Id) -> [u8; 8] {
+	id.to_be_bytes()
+}
+
+pub fn account_key(account: &AccountId, expiry: u64, id: Id) -> [u8; 48] {
+	let mut key = [0u8; 48];
+	key[..32].copy_from_slice(account);
+	key[32..40].copy_from_slice(&expiry.to_be_bytes());
+	key[40..].copy_from_slice(&id.to_be_bytes());
+	key
+}
+
+pub fn channel_key(account: &AccountId, channel: &Channel) -> [u8; 64] {
+	let mut key = [0u8; 64];
+	key[..32].copy_from_slice(account);
+	key[32..].copy_from_slice(channel);
+	key
+}
+
+pub fn expiry_key(expiry: u64, id: Id) -> [u8; 16] {
+	let mut key = [0u8; 16];
+	key[..8].copy_from_slice(&expiry.to_be_bytes());
+	key[8..].copy_from_slice(&id.to_be_bytes());
+	key
+}
+
+pub fn ban_order_key(purge_at: u64, hash: &Hash) -> [u8; 40] {
+	let mut key = [0u8; 40];
+	key[..8].copy_from_slice(&purge_at.to_be_bytes());
+	key[8..].copy_from_slice(hash);
+	key
+}
+
+/// Read a big-endian u64 at `at` of a key whose length the column guarantees.
+pub fn be_u64(key: &[u8], at: usize) -> Option<u64> {
+	key.get(at..at + 8).and_then(|bytes| bytes.try_into().ok()).map(u64::from_be_bytes)
+}
+
+/// Read the little-endian u64 at the start of a value (channel values start with the id).
+pub fn le_u64_prefix(value: &[u8]) -> Option<u64> {
+	value.get(..8).and_then(|bytes| bytes.try_into().ok()).map(u64::from_le_bytes)
+}
+
+/// Read a 32-byte array from a value whose length the column guarantees.
+pub fn array32(bytes: &[u8]) -> Option<[u8; 32]> {
+	bytes.get(..32).and_then(|bytes| bytes.try_into().ok())
+}
+
+/// Decode a stored value, naming the column when it does not decode.
+pub fn decode_value<T: Decode>(column: ColId, bytes: &[u8]) -> Result<T> {
+	T::decode(&mut &bytes[..]).map_err(|err| Error::BadValue { column, detail: err.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn posting_prefixes_do_not_overlap_between_kinds() {
+		let topic = PostingKey::Topic([1; 32]).prefix();
+		let key = PostingKey::DecryptionKey([1; 32]).prefix();
+		assert_ne!(topic, key);
+		assert_eq!(PostingKey::NoKey.prefix(), vec![0]);
+		assert!(PostingKey::Topic([1; 32]).segment_key(5).starts_with(&topic));
+	}
+
+	#[test]
+	fn account_keys_sort_by_expiry_then_id() {
+		let account = [9u8; 32];
+		assert!(account_key(&account, 1, 99) < account_key(&account, 2, 0));
+		assert!(account_key(&account, 2, 0) < account_key(&account, 2, 1));
+	}
+}

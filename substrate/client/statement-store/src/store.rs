@@ -1,0 +1,460 @@
+//! The store: opening the database, the read path, and the [`StatementStore`] trait.
+
+use crate::{
+	cache::PostingCache,
+	membership::Membership,
+	metrics::{Metrics, MetricsSnapshot},
+	posting::{decode_segment, intersect, PostingList},
+	schema::{self, Counters, Id, PostingKey, Record},
+	subscription::{Subscription, Subscriptions},
+	AllowanceProvider, Config, Error, Result,
+};
+use codec::Encode;
+use parking_lot::{Mutex, RwLock};
+use statement_primitives::{
+	check_match_all, AccountId, DecryptionKey, Hash, Statement, StatementSource, StatementStore,
+	SubmitResult, Topic, TopicFilter,
+};
+use std::sync::{
+	atomic::{AtomicU64, Ordering},
+	Arc,
+};
+
+/// A statement store backed by parity-db. Cheap to clone; clones share one store.
+///
+/// Reads (`broadcasts`, `posted`, `has_statement`, ...) run concurrently from any number of
+/// threads; writers are serialised and hold readers off only while they publish a commit.
+#[derive(Clone)]
+pub struct Store {
+	pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+	pub db: parity_db::Db,
+	pub config: Config,
+	/// Shared by queries for their whole run; taken exclusively only to publish a commit.
+	pub view: RwLock<()>,
+	/// Serialises writers and holds the counters they start from.
+	pub writer: Mutex<Counters>,
+	pub membership: Membership,
+	pub cache: PostingCache,
+	pub allowances: Arc<dyn AllowanceProvider>,
+	pub subscriptions: Subscriptions,
+	pub metrics: Metrics,
+	/// Statement bodies decoded, so tests can prove that opening decodes none.
+	pub body_decodes: AtomicU64,
+	/// Where the next allowance re-check slice starts.
+	pub allowance_cursor: Mutex<Option<AccountId>>,
+}
+
+impl Store {
+	/// Open (or create) the store described by `config`, reading allowances from `allowances`.
+	///
+	/// Refuses, without changing anything on disk, a directory that is not a database of this
+	/// store, one written by a newer schema, or one whose counters contradict its journal.
+	pub fn open(config: Config, allowances: Arc<dyn AllowanceProvider>) -> Result<Store> {
+		let path = config.path.clone();
+		let shown = path.display().to_string();
+		check_directory(&path)?;
+		std::fs::create_dir_all(&path).map_err(|err| {
+			Error::Config(format!("cannot create database directory {shown}: {err}"))
+		})?;
+		let db = parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?;
+		let counters = read_schema(&db, &shown)?;
+		let membership = Membership::default();
+		let journal = load_journal(&db, &membership)?;
+		if journal.count != counters.count || journal.next_id > counters.next_id {
+			return Err(Error::Corrupt {
+				path: shown,
+				detail: format!(
+					"counters say {} statements and next id {}, the journal holds {} up to id {}",
+					counters.count, counters.next_id, journal.count, journal.next_id
+				),
+			});
+		}
+		log::info!(
+			target: "statement-store",
+			"opened {shown}: {} statements, {} bytes",
+			counters.count,
+			counters.total_size
+		);
+		let inner = Inner {
+			cache: PostingCache::new(config.cache_bytes),
+			db,
+			config,
+			view: RwLock::new(()),
+			writer: Mutex::new(counters),
+			membership,
+			allowances,
+			subscriptions: Subscriptions::default(),
+			metrics: Metrics::default(),
+			body_decodes: AtomicU64::new(0),
+			allowance_cursor: Mutex::new(None),
+		};
+		inner.metrics.set_totals(counters.count, counters.total_size);
+		Ok(Store { inner: Arc::new(inner) })
+	}
+
+	/// Number of statements stored.
+	pub fn len(&self) -> u64 {
+		self.inner.writer.lock().count
+	}
+
+	/// Whether the store is empty.
+	pub fn is_empty(&self) -> bool {
+		self.len() == 0
+	}
+
+	/// Counters, submit outcomes and cache figures.
+	pub fn metrics(&self) -> MetricsSnapshot {
+		let mut snapshot = self.inner.metrics.snapshot();
+		let (hits, misses) = self.inner.cache.hit_counts();
+		snapshot.cache_hits = hits;
+		snapshot.cache_misses = misses;
+		snapshot.cache_bytes = self.inner.cache.used_bytes() as u64;
+		snapshot.subscriptions = self.inner.subscriptions.len() as u64;
+		snapshot
+	}
+
+	/// Statement bodies decoded since open (opening itself decodes none).
+	pub fn body_decodes(&self) -> u64 {
+		self.inner.body_decodes.load(Ordering::Relaxed)
+	}
+
+	/// Drop every cached posting list (the next queries read from disk).
+	pub fn clear_cache(&self) {
+		self.inner.cache.clear();
+	}
+
+	/// Statements admitted after `after` (an id from an earlier call, or 0 for all), oldest
+	/// first, at most `limit`: `(id, hash, encoding)`. For gossip and replay.
+	pub fn statements_since(&self, after: Id, limit: usize) -> Result<Vec<(Id, Hash, Vec<u8>)>> {
+		let _view = self.inner.view.read();
+		self.inner.journal_since(after, limit)
+	}
+
+	/// Subscribe: the stored statements matching `filter`, then each new match as it commits.
+	pub fn subscribe(&self, filter: TopicFilter) -> Result<Subscription> {
+		if let TopicFilter::MatchAll(topics) = &filter {
+			check_match_all(topics)?;
+		}
+		let _view = self.inner.view.read();
+		let replay = match &filter {
+			TopicFilter::MatchAll(topics) => {
+				let mut lists = Vec::new();
+				for topic in topics {
+					lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
+				}
+				let ids = if lists.is_empty() {
+					self.inner.all_ids()?
+				} else {
+					intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>())
+				};
+				self.inner.bodies(&ids)?
+			}
+			TopicFilter::MatchAny(topics) => {
+				let mut ids = Vec::new();
+				for topic in topics {
+					ids.extend_from_slice(
+						self.inner.posting_list(PostingKey::Topic(topic.0))?.ids(),
+					);
+				}
+				ids.sort_unstable();
+				ids.dedup();
+				self.inner.bodies(&ids)?
+			}
+			TopicFilter::Any => self.inner.bodies(&self.inner.all_ids()?)?,
+		};
+		let live = self.inner.subscriptions.add(filter);
+		Ok(Subscription { replay, live })
+	}
+
+	/// Ids of statements carrying all `topics` and the given key (or no key).
+	fn match_all(&self, key: PostingKey, topics: &[Topic]) -> Result<Vec<Id>> {
+		check_match_all(topics)?;
+		let mut lists = vec![self.inner.posting_list(key)?];
+		for topic in topics {
+			if lists.last().is_some_and(|list| list.is_empty()) {
+				return Ok(Vec::new());
+			}
+			lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
+		}
+		Ok(intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()))
+	}
+
+	/// For each matching statement, `map` of its encoding and decoded form.
+	fn query<T>(
+		&self,
+		key: PostingKey,
+		topics: &[Topic],
+		mut map: impl FnMut(Vec<u8>, Statement) -> Option<T>,
+	) -> Result<Vec<T>> {
+		let _view = self.inner.view.read();
+		let ids = self.match_all(key, topics)?;
+		let mut out = Vec::with_capacity(ids.len());
+		for body in self.inner.bodies(&ids)? {
+			let statement = self.inner.decode_body(&body)?;
+			if let Some(item) = map(body, statement) {
+				out.push(item);
+			}
+		}
+		Ok(out)
+	}
+
+	fn decrypt(&self, dest: &DecryptionKey, statement: &Statement) -> Option<Vec<u8>> {
+		let decryptor = self.inner.config.decryptor.as_ref()?;
+		decryptor.decrypt(dest, statement.data()?)
+	}
+}
+
+impl Inner {
+	/// Journal entries after `after`, with bodies; the caller holds the view lock.
+	pub fn journal_since(&self, after: Id, limit: usize) -> Result<Vec<(Id, Hash, Vec<u8>)>> {
+		let mut iter = self.db.iter(schema::COL_JOURNAL)?;
+		iter.seek(&schema::id_key(after.saturating_add(1)))?;
+		let mut out = Vec::new();
+		while out.len() < limit {
+			let Some((key, value)) = iter.next()? else { break };
+			let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
+				return Err(bad(schema::COL_JOURNAL, "journal entry"));
+			};
+			if let Some(body) = self.db.get(schema::COL_BODY, &schema::id_key(id))? {
+				out.push((id, hash, body));
+			}
+		}
+		Ok(out)
+	}
+
+	/// The posting list for `key`, from the cache or read from disk and cached. The caller
+	/// holds the view lock (shared), so a list read from disk is current when cached.
+	pub fn posting_list(&self, key: PostingKey) -> Result<Arc<PostingList>> {
+		if let Some(list) = self.cache.get(&key) {
+			return Ok(list);
+		}
+		let prefix = key.prefix();
+		let mut iter = self.db.iter(schema::COL_POSTING)?;
+		iter.seek(&prefix)?;
+		let mut ids = Vec::new();
+		while let Some((segment_key, value)) = iter.next()? {
+			if !segment_key.starts_with(&prefix) || segment_key.len() != prefix.len() + 8 {
+				break;
+			}
+			decode_segment(&value, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
+		}
+		let list = Arc::new(PostingList::from_sorted(ids));
+		self.cache.insert(key, list.clone());
+		Ok(list)
+	}
+
+	/// Every stored id, from the journal.
+	pub fn all_ids(&self) -> Result<Vec<Id>> {
+		let mut iter = self.db.iter(schema::COL_JOURNAL)?;
+		iter.seek_to_first()?;
+		let mut ids = Vec::new();
+		while let Some((key, _)) = iter.next()? {
+			ids.push(schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_JOURNAL, "key"))?);
+		}
+		Ok(ids)
+	}
+
+	/// Encodings of these ids; ids whose body is gone are skipped.
+	pub fn bodies(&self, ids: &[Id]) -> Result<Vec<Vec<u8>>> {
+		let mut out = Vec::with_capacity(ids.len());
+		for id in ids {
+			if let Some(body) = self.db.get(schema::COL_BODY, &schema::id_key(*id))? {
+				out.push(body);
+			}
+		}
+		Ok(out)
+	}
+
+	pub fn decode_body(&self, body: &[u8]) -> Result<Statement> {
+		self.body_decodes.fetch_add(1, Ordering::Relaxed);
+		Statement::from_bytes(body)
+			.map_err(|err| Error::BadValue { column: schema::COL_BODY, detail: err.to_string() })
+	}
+
+	/// The record of a stored statement.
+	pub fn record(&self, hash: &Hash) -> Result<Option<Record>> {
+		self.db
+			.get(schema::COL_HASH, hash)?
+			.map(|bytes| schema::decode_value(schema::COL_HASH, &bytes))
+			.transpose()
+	}
+}
+
+pub(crate) fn bad(column: u8, what: &str) -> Error {
+	Error::BadValue { column, detail: format!("malformed {what}") }
+}
+
+/// Refuse a directory that holds files but no parity-db metadata: opening it would create a
+/// fresh database over someone's data.
+fn check_directory(path: &std::path::Path) -> Result<()> {
+	let Ok(mut entries) = std::fs::read_dir(path) else { return Ok(()) };
+	let has_files = entries.next().is_some();
+	if has_files && !path.join("metadata").is_file() {
+		return Err(Error::Corrupt {
+			path: path.display().to_string(),
+			detail: "the directory is not empty but has no parity-db metadata file".into(),
+		});
+	}
+	Ok(())
+}
+
+/// Read (or, for a new database, write) the schema version and the counters.
+fn read_schema(db: &parity_db::Db, path: &str) -> Result<Counters> {
+	let corrupt = |detail: String| Error::Corrupt { path: path.into(), detail };
+	match db.get(schema::COL_META, schema::KEY_SCHEMA)? {
+		None => {
+			let mut journal = db.iter(schema::COL_JOURNAL)?;
+			journal.seek_to_first()?;
+			if journal.next()?.is_some() {
+				return Err(corrupt(
+					"statements are present but the schema version is missing".into(),
+				));
+			}
+			// Id 0 is never given out, so "after 0" means "from the start".
+			let counters = Counters { next_id: 1, ..Counters::default() };
+			db.commit([
+				(
+					schema::COL_META,
+					schema::KEY_SCHEMA.to_vec(),
+					Some(schema::SCHEMA_VERSION.encode()),
+				),
+				(schema::COL_META, schema::KEY_COUNTERS.to_vec(), Some(counters.encode())),
+			])?;
+			Ok(counters)
+		}
+		Some(bytes) => {
+			let version: u32 = schema::decode_value(schema::COL_META, &bytes)?;
+			if version > schema::SCHEMA_VERSION {
+				return Err(Error::NewerSchema {
+					path: path.into(),
+					found: version,
+					supported: schema::SCHEMA_VERSION,
+				});
+			}
+			migrate(db, version)?;
+			let counters = db
+				.get(schema::COL_META, schema::KEY_COUNTERS)?
+				.ok_or_else(|| corrupt("the counters are missing".into()))?;
+			schema::decode_value(schema::COL_META, &counters)
+		}
+	}
+}
+
+/// Bring an older schema up to [`schema::SCHEMA_VERSION`]. Version 1 is the first; later
+/// versions add a step here, each in one commit.
+fn migrate(_db: &parity_db::Db, version: u32) -> Result<()> {
+	debug_assert!(version <= schema::SCHEMA_VERSION);
+	Ok(())
+}
+
+struct JournalSummary {
+	count: u64,
+	next_id: Id,
+}
+
+/// Walk the admission journal (ids and hashes only, no bodies) to fill the membership set.
+fn load_journal(db: &parity_db::Db, membership: &Membership) -> Result<JournalSummary> {
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	iter.seek_to_first()?;
+	let mut summary = JournalSummary { count: 0, next_id: 1 };
+	while let Some((key, value)) = iter.next()? {
+		let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
+			return Err(bad(schema::COL_JOURNAL, "journal entry"));
+		};
+		membership.insert(&hash);
+		summary.count += 1;
+		summary.next_id = id + 1;
+	}
+	Ok(summary)
+}
+
+impl StatementStore for Store {
+	fn statements(&self) -> statement_primitives::Result<Vec<(Hash, Statement)>> {
+		let _view = self.inner.view.read();
+		let mut out = Vec::new();
+		for (_, hash, body) in self.inner.journal_since(0, usize::MAX)? {
+			out.push((hash, self.inner.decode_body(&body)?));
+		}
+		Ok(out)
+	}
+
+	fn statement(&self, hash: &Hash) -> statement_primitives::Result<Option<Statement>> {
+		if !self.inner.membership.contains(hash) {
+			return Ok(None);
+		}
+		let _view = self.inner.view.read();
+		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
+		let Some(body) =
+			self.inner.db.get(schema::COL_BODY, &schema::id_key(record.id)).map_err(Error::from)?
+		else {
+			return Ok(None);
+		};
+		Ok(Some(self.inner.decode_body(&body)?))
+	}
+
+	fn has_statement(&self, hash: &Hash) -> bool {
+		self.inner.membership.contains(hash)
+	}
+
+	fn broadcasts(&self, topics: &[Topic]) -> statement_primitives::Result<Vec<Vec<u8>>> {
+		Ok(self.query(PostingKey::NoKey, topics, |_, statement| statement.into_data())?)
+	}
+
+	fn posted(
+		&self,
+		topics: &[Topic],
+		dest: DecryptionKey,
+	) -> statement_primitives::Result<Vec<Vec<u8>>> {
+		Ok(self
+			.query(PostingKey::DecryptionKey(dest), topics, |_, statement| statement.into_data())?)
+	}
+
+	fn posted_clear(
+		&self,
+		topics: &[Topic],
+		dest: DecryptionKey,
+	) -> statement_primitives::Result<Vec<Vec<u8>>> {
+		Ok(self.query(PostingKey::DecryptionKey(dest), topics, |_, statement| {
+			self.decrypt(&dest, &statement)
+		})?)
+	}
+
+	fn broadcasts_stmt(&self, topics: &[Topic]) -> statement_primitives::Result<Vec<Vec<u8>>> {
+		Ok(self.query(PostingKey::NoKey, topics, |body, _| Some(body))?)
+	}
+
+	fn posted_stmt(
+		&self,
+		topics: &[Topic],
+		dest: DecryptionKey,
+	) -> statement_primitives::Result<Vec<Vec<u8>>> {
+		Ok(self.query(PostingKey::DecryptionKey(dest), topics, |body, _| Some(body))?)
+	}
+
+	fn posted_clear_stmt(
+		&self,
+		topics: &[Topic],
+		dest: DecryptionKey,
+	) -> statement_primitives::Result<Vec<Vec<u8>>> {
+		Ok(self.query(PostingKey::DecryptionKey(dest), topics, |mut body, statement| {
+			let clear = self.decrypt(&dest, &statement)?;
+			body.extend_from_slice(&clear);
+			Some(body)
+		})?)
+	}
+
+	fn submit(&self, statement: Statement, source: StatementSource) -> SubmitResult {
+		self.submit_statement(statement, source)
+	}
+
+	fn remove(&self, hash: &Hash) -> statement_primitives::Result<()> {
+		Ok(self.remove_statement(hash)?)
+	}
+
+	fn remove_by(&self, who: AccountId) -> statement_primitives::Result<()> {
+		Ok(self.remove_account(&who)?)
+	}
+}

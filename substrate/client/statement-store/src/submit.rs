@@ -1,0 +1,250 @@
+//! The submit pipeline and removals.
+//!
+//! size and expiry -> duplicate and ban -> proof -> allowance -> plan under the writer lock
+//! (channel replacement, eviction of the account's lowest-expiry statements, global limits)
+//! -> one commit -> cache and membership update -> subscribers.
+
+use crate::{
+	batch::Batch,
+	schema::{self, Id, Record},
+	store::{bad, Store},
+	Error, Result,
+};
+use statement_primitives::{
+	hash_encoded, AccountId, Hash, InvalidReason, RejectionReason, SignatureVerificationResult,
+	Statement, StatementAllowance, StatementSource, SubmitResult, MAX_STATEMENT_SIZE,
+};
+
+/// Statements the plan removes to make room, with their records.
+type Evictions = Vec<(Hash, Record)>;
+
+impl Store {
+	pub(crate) fn submit_statement(
+		&self,
+		statement: Statement,
+		source: StatementSource,
+	) -> SubmitResult {
+		let result = self.try_submit(statement, source).unwrap_or_else(|err| {
+			log::warn!(target: "statement-store", "submit failed: {err}");
+			SubmitResult::InternalError(err.into())
+		});
+		self.inner.metrics.submitted(result.label());
+		result
+	}
+
+	fn try_submit(&self, statement: Statement, source: StatementSource) -> Result<SubmitResult> {
+		let inner = &self.inner;
+		let encoding = statement.encode();
+		if encoding.len() > MAX_STATEMENT_SIZE {
+			return Ok(SubmitResult::Invalid(InvalidReason::EncodingTooLarge {
+				submitted_size: encoding.len(),
+				max_size: MAX_STATEMENT_SIZE,
+			}));
+		}
+		let now = inner.config.clock.now();
+		if u64::from(statement.expiration_timestamp_secs()) < now {
+			return Ok(SubmitResult::Invalid(InvalidReason::AlreadyExpired));
+		}
+		let hash = hash_encoded(&encoding);
+		if inner.membership.contains(&hash) && inner.db.get(schema::COL_HASH, &hash)?.is_some() {
+			return Ok(SubmitResult::Known);
+		}
+		let ban = self.ban_of(&hash)?;
+		if ban.is_some() && !source.can_be_resubmitted() {
+			return Ok(SubmitResult::KnownExpired);
+		}
+		let account = match statement.verify_signature() {
+			SignatureVerificationResult::Valid(account) => account,
+			SignatureVerificationResult::Invalid => {
+				return Ok(SubmitResult::Invalid(InvalidReason::BadProof))
+			}
+			SignatureVerificationResult::NoSignature => {
+				return Ok(SubmitResult::Invalid(InvalidReason::NoProof))
+			}
+		};
+		let allowance = match inner.allowances.allowance(&account)? {
+			Some(allowance) if !allowance.is_depleted() => allowance,
+			_ => return Ok(SubmitResult::Rejected(RejectionReason::NoAllowance)),
+		};
+		if statement.data_len() as u64 > u64::from(allowance.max_size) {
+			return Ok(SubmitResult::Rejected(RejectionReason::DataTooLarge {
+				submitted_size: statement.data_len(),
+				available_size: allowance.max_size as usize,
+			}));
+		}
+
+		let mut counters = inner.writer.lock();
+		// Another writer may have stored it while we verified.
+		if inner.db.get(schema::COL_HASH, &hash)?.is_some() {
+			return Ok(SubmitResult::Known);
+		}
+		let evictions = match self.plan(&statement, &account, &allowance)? {
+			Ok(evictions) => evictions,
+			Err(reason) => return Ok(SubmitResult::Rejected(reason)),
+		};
+		let freed_size: u64 = evictions.iter().map(|(_, r)| u64::from(r.encoded_len)).sum();
+		let count_after = counters.count - evictions.len() as u64 + 1;
+		let size_after = counters.total_size - freed_size + encoding.len() as u64;
+		if count_after > inner.config.max_total_statements
+			|| size_after > inner.config.max_total_size
+		{
+			return Ok(SubmitResult::Rejected(RejectionReason::StoreFull));
+		}
+
+		let ban_until = now + inner.config.ban_period.as_secs();
+		let mut batch = Batch::new(inner, *counters);
+		for (evicted, record) in &evictions {
+			batch.remove(evicted, record, Some(ban_until))?;
+		}
+		if let Some(until) = ban {
+			batch.unban(&hash, until);
+		}
+		batch.add(hash, account, &statement, encoding)?;
+		let after = batch.commit()?;
+		*counters = after;
+		inner.metrics.add_evicted(evictions.len() as u64);
+		Ok(SubmitResult::New)
+	}
+
+	/// Decide what must go for `statement` to fit its account, or why it cannot.
+	fn plan(
+		&self,
+		statement: &Statement,
+		account: &AccountId,
+		allowance: &StatementAllowance,
+	) -> Result<std::result::Result<Evictions, RejectionReason>> {
+		let inner = &self.inner;
+		let expiry = statement.expiry();
+		let mut evictions = Evictions::new();
+		if let Some(channel) = statement.channel() {
+			let key = schema::channel_key(account, &channel);
+			if let Some(value) = inner.db.get(schema::COL_CHANNEL, &key)? {
+				let old_expiry = value
+					.get(8..16)
+					.and_then(|bytes| bytes.try_into().ok())
+					.map(u64::from_le_bytes)
+					.ok_or_else(|| bad(schema::COL_CHANNEL, "channel entry"))?;
+				if old_expiry >= expiry {
+					return Ok(Err(RejectionReason::ChannelPriorityTooLow {
+						submitted_expiry: expiry,
+						min_expiry: old_expiry,
+					}));
+				}
+				let old_id = schema::le_u64_prefix(&value)
+					.ok_or_else(|| bad(schema::COL_CHANNEL, "channel entry"))?;
+				evictions.push(self.evictee(account, old_expiry, old_id)?);
+			}
+		}
+
+		let usage: schema::Usage = match inner.db.get(schema::COL_USAGE, account)? {
+			Some(bytes) => schema::decode_value(schema::COL_USAGE, &bytes)?,
+			None => schema::Usage::default(),
+		};
+		let mut count = u64::from(usage.count) + 1;
+		let mut size = usage.data_size + statement.data_len() as u64;
+		for (_, record) in &evictions {
+			count -= 1;
+			size -= u64::from(record.data_len);
+		}
+		let over = |count: u64, size: u64| {
+			count > u64::from(allowance.max_count) || size > u64::from(allowance.max_size)
+		};
+		if !over(count, size) {
+			return Ok(Ok(evictions));
+		}
+		let mut iter = inner.db.iter(schema::COL_ACCOUNT)?;
+		iter.seek(account)?;
+		while over(count, size) {
+			let Some((key, value)) = iter.next()? else { break };
+			if !key.starts_with(account) {
+				break;
+			}
+			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
+			if evictions.iter().any(|(evicted, _)| *evicted == hash) {
+				continue;
+			}
+			let entry_expiry =
+				schema::be_u64(&key, 32).ok_or_else(|| bad(schema::COL_ACCOUNT, "key"))?;
+			if entry_expiry >= expiry {
+				return Ok(Err(RejectionReason::AccountFull {
+					submitted_expiry: expiry,
+					min_expiry: entry_expiry,
+				}));
+			}
+			let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+			count -= 1;
+			size -= u64::from(record.data_len);
+			evictions.push((hash, record));
+		}
+		if over(count, size) {
+			// Nothing left to evict and still too much: only the data size can cause this,
+			// and it was checked against the whole allowance already.
+			return Ok(Err(RejectionReason::DataTooLarge {
+				submitted_size: statement.data_len(),
+				available_size: allowance.max_size as usize,
+			}));
+		}
+		Ok(Ok(evictions))
+	}
+
+	fn evictee(&self, account: &AccountId, expiry: u64, id: Id) -> Result<(Hash, Record)> {
+		let value = self
+			.inner
+			.db
+			.get(schema::COL_ACCOUNT, &schema::account_key(account, expiry, id))?
+			.ok_or_else(|| bad(schema::COL_ACCOUNT, "channel holder"))?;
+		let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
+		let record = self.inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+		Ok((hash, record))
+	}
+
+	/// When the ban on `hash` ends, if it is banned.
+	pub(crate) fn ban_of(&self, hash: &Hash) -> Result<Option<u64>> {
+		let Some(value) = self.inner.db.get(schema::COL_BAN, hash)? else { return Ok(None) };
+		Ok(Some(schema::le_u64_prefix(&value).ok_or_else(|| bad(schema::COL_BAN, "ban"))?))
+	}
+
+	pub(crate) fn remove_statement(&self, hash: &Hash) -> Result<()> {
+		let inner = &self.inner;
+		let mut counters = inner.writer.lock();
+		let Some(record) = inner.record(hash)? else { return Ok(()) };
+		let mut batch = Batch::new(inner, *counters);
+		batch.remove(hash, &record, Some(self.ban_until()))?;
+		let after = batch.commit()?;
+		*counters = after;
+		Ok(())
+	}
+
+	pub(crate) fn remove_account(&self, account: &AccountId) -> Result<()> {
+		let inner = &self.inner;
+		let mut counters = inner.writer.lock();
+		let mut iter = inner.db.iter(schema::COL_ACCOUNT)?;
+		iter.seek(account)?;
+		let mut batch = Batch::new(inner, *counters);
+		let ban_until = self.ban_until();
+		while let Some((key, value)) = iter.next()? {
+			if !key.starts_with(account) {
+				break;
+			}
+			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
+			let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+			batch.remove(&hash, &record, Some(ban_until))?;
+		}
+		if batch.is_empty() {
+			return Ok(());
+		}
+		let after = batch.commit()?;
+		*counters = after;
+		Ok(())
+	}
+
+	pub(crate) fn ban_until(&self) -> u64 {
+		self.inner.config.clock.now() + self.inner.config.ban_period.as_secs()
+	}
+}
+
+impl From<Error> for SubmitResult {
+	fn from(err: Error) -> Self {
+		SubmitResult::InternalError(err.into())
+	}
+}

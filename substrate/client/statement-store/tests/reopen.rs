@@ -1,0 +1,73 @@
+//! Reopening: same answers without decoding bodies; bad directories get clear errors and keep
+//! their files.
+
+mod common;
+
+use common::*;
+use statement_primitives::{StatementSource, StatementStore, SubmitResult};
+use statement_store::{Error, Store};
+
+#[test]
+fn reopening_gives_the_same_answers_without_decoding_any_body() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let count =
+		std::env::var("REOPEN_STATEMENTS").ok().and_then(|n| n.parse().ok()).unwrap_or(3000u32);
+	let mut hashes = Vec::new();
+	{
+		let store =
+			Store::open(config(dir.path(), &clock), allowances(u32::MAX, u32::MAX)).unwrap();
+		for n in 0..count {
+			let s = simple(n % 64, &[n % 10, 1000 + n % 100], &n.to_le_bytes());
+			hashes.push(s.hash());
+			assert_eq!(store.submit(s, StatementSource::Local), SubmitResult::New);
+		}
+	}
+	let store = Store::open(config(dir.path(), &clock), allowances(u32::MAX, u32::MAX)).unwrap();
+	assert_eq!(store.body_decodes(), 0, "opening decoded statement bodies");
+	assert_eq!(store.len(), count as u64);
+	assert!(hashes.iter().all(|h| store.has_statement(h)));
+	let two_topics = store.broadcasts(&[topic(3), topic(1003)]).unwrap();
+	assert_eq!(two_topics.len(), (count / 100) as usize);
+	assert!(two_topics.iter().all(|data| {
+		let n = u32::from_le_bytes(data[..4].try_into().unwrap());
+		n % 100 == 3
+	}));
+}
+
+#[test]
+fn a_directory_with_files_but_no_database_is_refused_and_left_alone() {
+	let dir = tempfile::tempdir().unwrap();
+	let precious = dir.path().join("notes.txt");
+	std::fs::write(&precious, b"keep me").unwrap();
+	let err = Store::open(config(dir.path(), &TestClock::new()), allowances(1, 1)).err().unwrap();
+	assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+	assert_eq!(std::fs::read(&precious).unwrap(), b"keep me");
+	assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_database_with_missing_metadata_is_refused_without_deleting_anything() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	{
+		let store = open(dir.path(), &clock);
+		store.submit(simple(1, &[1], b"x"), StatementSource::Local);
+	}
+	std::fs::remove_file(dir.path().join("metadata")).unwrap();
+	let before: Vec<_> =
+		std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+	let err = Store::open(config(dir.path(), &clock), allowances(1, 1)).err().unwrap();
+	assert!(err.to_string().contains("no parity-db metadata"), "{err}");
+	let after: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+	assert_eq!(before, after);
+}
+
+#[test]
+fn a_second_store_on_the_same_directory_is_refused_while_the_first_is_open() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let _first = open(dir.path(), &clock);
+	let err = Store::open(config(dir.path(), &clock), allowances(1, 1)).err().unwrap();
+	assert!(matches!(err, Error::Db(_)), "{err}");
+}

@@ -1,0 +1,219 @@
+//! Every submit outcome, the channel and eviction rules, and the global limits.
+
+mod common;
+
+use common::*;
+use statement_primitives::{
+	InvalidReason, RejectionReason, Statement, StatementSource, StatementStore, SubmitResult,
+	MAX_STATEMENT_SIZE,
+};
+use statement_store::{Config, Store};
+
+const LOCAL: StatementSource = StatementSource::Local;
+const NETWORK: StatementSource = StatementSource::Network;
+
+fn store_with(
+	count: u32,
+	size: u32,
+	tweak: impl FnOnce(&mut Config),
+) -> (tempfile::TempDir, Store, TestClock) {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let mut config = config(dir.path(), &clock);
+	tweak(&mut config);
+	let store = Store::open(config, allowances(count, size)).unwrap();
+	(dir, store, clock)
+}
+
+#[test]
+fn a_new_statement_is_stored_and_a_second_submit_is_known() {
+	let (_dir, store, _) = store_with(10, 1000, |_| {});
+	let statement = simple(1, &[1, 2], b"hi");
+	assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
+	assert_eq!(store.submit(statement.clone(), NETWORK), SubmitResult::Known);
+	assert!(store.has_statement(&statement.hash()));
+	assert_eq!(store.statement(&statement.hash()).unwrap(), Some(statement));
+	assert_eq!(store.len(), 1);
+}
+
+#[test]
+fn unsigned_and_badly_signed_statements_are_invalid() {
+	let (_dir, store, _) = store_with(10, 1000, |_| {});
+	let mut unsigned = simple(1, &[1], b"x");
+	unsigned.remove_proof();
+	assert_eq!(store.submit(unsigned, LOCAL), SubmitResult::Invalid(InvalidReason::NoProof));
+	let mut tampered = simple(1, &[1], b"x");
+	tampered.set_plain_data(b"y".to_vec());
+	assert_eq!(store.submit(tampered, LOCAL), SubmitResult::Invalid(InvalidReason::BadProof));
+	assert!(store.is_empty());
+}
+
+#[test]
+fn expired_and_oversized_statements_are_invalid() {
+	let (_dir, store, clock) = store_with(10, u32::MAX, |_| {});
+	let statement = simple(1, &[1], b"x");
+	clock.set(NOW + 7200);
+	assert_eq!(
+		store.submit(statement, LOCAL),
+		SubmitResult::Invalid(InvalidReason::AlreadyExpired)
+	);
+	clock.set(NOW);
+	let big = simple(1, &[1], &vec![0; MAX_STATEMENT_SIZE]);
+	let size = big.encode().len();
+	assert_eq!(
+		store.submit(big, LOCAL),
+		SubmitResult::Invalid(InvalidReason::EncodingTooLarge {
+			submitted_size: size,
+			max_size: MAX_STATEMENT_SIZE
+		})
+	);
+}
+
+#[test]
+fn accounts_without_allowance_are_rejected() {
+	let (_dir, store, _) = store_with(0, 0, |_| {});
+	assert_eq!(
+		store.submit(simple(1, &[1], b"x"), LOCAL),
+		SubmitResult::Rejected(RejectionReason::NoAllowance)
+	);
+}
+
+#[test]
+fn data_larger_than_the_whole_allowance_is_too_large() {
+	let (_dir, store, _) = store_with(10, 4, |_| {});
+	assert_eq!(
+		store.submit(simple(1, &[1], b"12345"), LOCAL),
+		SubmitResult::Rejected(RejectionReason::DataTooLarge {
+			submitted_size: 5,
+			available_size: 4
+		})
+	);
+}
+
+fn with_expiry(signer: u32, expires_in: u32, channel: Option<u8>, data: &[u8]) -> Statement {
+	statement(&Spec {
+		signer,
+		expires_in,
+		channel,
+		data: data.to_vec(),
+		topics: vec![1],
+		..Spec::default()
+	})
+}
+
+#[test]
+fn a_full_account_evicts_its_lowest_expiry_statement_for_a_higher_one() {
+	let (_dir, store, _) = store_with(2, 1000, |_| {});
+	let low = with_expiry(1, 100, None, b"a");
+	let mid = with_expiry(1, 200, None, b"b");
+	let high = with_expiry(1, 300, None, b"c");
+	for s in [&low, &mid, &high] {
+		assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+	}
+	assert!(!store.has_statement(&low.hash()));
+	assert!(store.has_statement(&mid.hash()) && store.has_statement(&high.hash()));
+	// The evicted one may not come back from the network.
+	assert_eq!(store.submit(low.clone(), NETWORK), SubmitResult::KnownExpired);
+	// A lower expiry than everything held is refused.
+	let lowest = with_expiry(1, 50, None, b"d");
+	assert_eq!(
+		store.submit(lowest.clone(), LOCAL),
+		SubmitResult::Rejected(RejectionReason::AccountFull {
+			submitted_expiry: lowest.expiry(),
+			min_expiry: mid.expiry()
+		})
+	);
+	assert_eq!(store.metrics().evicted, 1);
+}
+
+#[test]
+fn size_allowance_evicts_as_many_as_needed() {
+	let (_dir, store, _) = store_with(10, 10, |_| {});
+	let a = with_expiry(1, 100, None, b"aaaa");
+	let b = with_expiry(1, 200, None, b"bbbb");
+	let c = with_expiry(1, 300, None, b"cccccccc");
+	for s in [&a, &b, &c] {
+		assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+	}
+	assert!(!store.has_statement(&a.hash()) && !store.has_statement(&b.hash()));
+	assert!(store.has_statement(&c.hash()));
+}
+
+#[test]
+fn a_channel_keeps_one_statement_and_needs_a_strictly_higher_expiry() {
+	let (_dir, store, _) = store_with(10, 1000, |_| {});
+	let first = with_expiry(1, 100, Some(7), b"first");
+	let same = with_expiry(1, 100, Some(7), b"same expiry");
+	let second = with_expiry(1, 200, Some(7), b"second");
+	assert_eq!(store.submit(first.clone(), LOCAL), SubmitResult::New);
+	assert_eq!(
+		store.submit(same, LOCAL),
+		SubmitResult::Rejected(RejectionReason::ChannelPriorityTooLow {
+			submitted_expiry: first.expiry(),
+			min_expiry: first.expiry()
+		})
+	);
+	assert_eq!(store.submit(second.clone(), LOCAL), SubmitResult::New);
+	assert!(!store.has_statement(&first.hash()));
+	assert_eq!(store.broadcasts(&[common::topic(1)]).unwrap(), vec![b"second".to_vec()]);
+	// Another account's channel of the same id is independent.
+	assert_eq!(store.submit(with_expiry(2, 50, Some(7), b"other"), LOCAL), SubmitResult::New);
+}
+
+#[test]
+fn global_count_and_size_limits_make_the_store_full() {
+	let (_dir, store, _) = store_with(10, 1000, |config| config.max_total_statements = 2);
+	assert_eq!(store.submit(simple(1, &[1], b"a"), LOCAL), SubmitResult::New);
+	assert_eq!(store.submit(simple(2, &[1], b"b"), LOCAL), SubmitResult::New);
+	assert_eq!(
+		store.submit(simple(3, &[1], b"c"), LOCAL),
+		SubmitResult::Rejected(RejectionReason::StoreFull)
+	);
+	let first = simple(1, &[9], b"sized");
+	let limit = first.encode().len() as u64;
+	let (_dir, store, _) = store_with(10, 1000, |config| config.max_total_size = limit);
+	assert_eq!(store.submit(first, LOCAL), SubmitResult::New);
+	assert_eq!(
+		store.submit(simple(2, &[9], b"sized"), LOCAL),
+		SubmitResult::Rejected(RejectionReason::StoreFull)
+	);
+}
+
+#[test]
+fn removed_statements_are_banned_from_the_network_but_local_may_resubmit() {
+	let (_dir, store, _) = store_with(10, 1000, |_| {});
+	let statement = simple(1, &[1], b"x");
+	assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
+	store.remove(&statement.hash()).unwrap();
+	assert!(!store.has_statement(&statement.hash()));
+	assert_eq!(store.submit(statement.clone(), NETWORK), SubmitResult::KnownExpired);
+	assert_eq!(store.submit(statement.clone(), StatementSource::Chain), SubmitResult::New);
+	store.remove(&statement.hash()).unwrap();
+	assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
+	// Removing something absent is not an error.
+	store.remove(&[9; 32]).unwrap();
+}
+
+#[test]
+fn remove_by_drops_every_statement_of_one_account_only() {
+	let (_dir, store, _) = store_with(10, 1000, |_| {});
+	for n in 0..3u8 {
+		assert_eq!(store.submit(simple(1, &[1], &[n]), LOCAL), SubmitResult::New);
+	}
+	assert_eq!(store.submit(simple(2, &[1], b"keep"), LOCAL), SubmitResult::New);
+	store.remove_by(account(1)).unwrap();
+	assert_eq!(store.broadcasts(&[common::topic(1)]).unwrap(), vec![b"keep".to_vec()]);
+	assert_eq!(store.len(), 1);
+}
+
+#[test]
+fn submit_outcomes_are_counted_in_metrics() {
+	let (_dir, store, _) = store_with(10, 1000, |_| {});
+	let statement = simple(1, &[1], b"x");
+	store.submit(statement.clone(), LOCAL);
+	store.submit(statement, LOCAL);
+	let metrics = store.metrics();
+	assert_eq!(metrics.submits.get("new"), Some(&1));
+	assert_eq!(metrics.submits.get("known"), Some(&1));
+	assert_eq!(metrics.statements, 1);
+}
