@@ -56,7 +56,7 @@ impl<'a> Batch<'a> {
 		let id = self.counters.next_id;
 		self.counters.next_id += 1;
 		let record = Record::new(id, account, statement, encoding.len());
-		self.ops.push((schema::COL_BODY, schema::id_key(id).to_vec(), Some(encoding.clone())));
+		self.ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), Some(encoding.clone())));
 		self.ops.push((schema::COL_HASH, hash.to_vec(), Some(record.encode())));
 		self.ops.push((schema::COL_JOURNAL, schema::id_key(id).to_vec(), Some(hash.to_vec())));
 		self.ops.push((
@@ -93,7 +93,7 @@ impl<'a> Batch<'a> {
 	/// seconds) if given.
 	pub fn remove(&mut self, hash: &Hash, record: &Record, ban_until: Option<u64>) -> Result<()> {
 		let id = record.id;
-		self.ops.push((schema::COL_BODY, schema::id_key(id).to_vec(), None));
+		self.ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), None));
 		self.ops.push((schema::COL_HASH, hash.to_vec(), None));
 		self.ops.push((schema::COL_JOURNAL, schema::id_key(id).to_vec(), None));
 		self.ops.push((

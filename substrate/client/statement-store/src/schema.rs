@@ -15,7 +15,7 @@ pub type Id = u64;
 
 /// Schema version, 1 key: `b"schema"`. Counters: `b"counters"`.
 pub const COL_META: ColId = 0;
-/// id (8 bytes BE) -> statement encoding.
+/// [`body_key`] of the id -> statement encoding.
 pub const COL_BODY: ColId = 1;
 /// hash -> [`Record`]: everything needed to unindex a statement without decoding its body.
 pub const COL_HASH: ColId = 2;
@@ -56,7 +56,7 @@ pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 				col,
 				COL_JOURNAL | COL_POSTING | COL_ACCOUNT | COL_EXPIRY | COL_BAN_ORDER | COL_USAGE
 			),
-			uniform: matches!(col, COL_HASH | COL_BAN),
+			uniform: matches!(col, COL_BODY | COL_HASH | COL_BAN),
 			..ColumnOptions::default()
 		};
 	}
@@ -166,6 +166,26 @@ impl PostingKey {
 	}
 }
 
+/// Key of a statement body: the id spread over 32 uniform bytes by a bijective mixer, so that
+/// parity-db can index it directly instead of hashing every key on every read.
+pub fn body_key(id: Id) -> [u8; 32] {
+	let mut key = [0u8; 32];
+	let mut state = id;
+	for chunk in key.chunks_exact_mut(8) {
+		state = splitmix64(state);
+		chunk.copy_from_slice(&state.to_le_bytes());
+	}
+	key
+}
+
+/// splitmix64's finaliser: a bijection on u64 that spreads every input bit over the output.
+fn splitmix64(x: u64) -> u64 {
+	let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+	z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+	z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+	z ^ (z >> 31)
+}
+
 pub fn id_key(id: Id) -> [u8; 8] {
 	id.to_be_bytes()
 }
@@ -230,6 +250,13 @@ mod tests {
 		assert_ne!(topic, key);
 		assert_eq!(PostingKey::NoKey.prefix(), vec![0]);
 		assert!(PostingKey::Topic([1; 32]).segment_key(5).starts_with(&topic));
+	}
+
+	#[test]
+	fn body_keys_of_distinct_ids_differ_in_their_first_bytes() {
+		let firsts: std::collections::HashSet<[u8; 8]> =
+			(0..10_000u64).map(|id| body_key(id)[..8].try_into().unwrap()).collect();
+		assert_eq!(firsts.len(), 10_000);
 	}
 
 	#[test]

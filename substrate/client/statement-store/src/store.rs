@@ -218,7 +218,7 @@ impl Inner {
 			let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
 				return Err(bad(schema::COL_JOURNAL, "journal entry"));
 			};
-			if let Some(body) = self.db.get(schema::COL_BODY, &schema::id_key(id))? {
+			if let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(id))? {
 				out.push((id, hash, body));
 			}
 		}
@@ -261,7 +261,7 @@ impl Inner {
 	pub fn bodies(&self, ids: &[Id]) -> Result<Vec<Vec<u8>>> {
 		let mut out = Vec::with_capacity(ids.len());
 		for id in ids {
-			if let Some(body) = self.db.get(schema::COL_BODY, &schema::id_key(*id))? {
+			if let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(*id))? {
 				out.push(body);
 			}
 		}
@@ -387,8 +387,11 @@ impl StatementStore for Store {
 		}
 		let _view = self.inner.view.read();
 		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
-		let Some(body) =
-			self.inner.db.get(schema::COL_BODY, &schema::id_key(record.id)).map_err(Error::from)?
+		let Some(body) = self
+			.inner
+			.db
+			.get(schema::COL_BODY, &schema::body_key(record.id))
+			.map_err(Error::from)?
 		else {
 			return Ok(None);
 		};

@@ -1,0 +1,56 @@
+//! The benchmark data set, as DESIGN.md describes the reference runs: ed25519-signed
+//! statements over 64 accounts, topics (i % 10, 1000 + i % 100), 256-byte data.
+
+use sp_core::{ed25519, Pair};
+use statement_primitives::{Statement, StatementAllowance, Topic};
+use statement_store::{Config, MapAllowances};
+use std::{path::Path, sync::Arc};
+
+/// Accounts signing the data set.
+pub const ACCOUNTS: u32 = 64;
+
+/// The signing key of account `n`.
+pub fn key(n: u32) -> ed25519::Pair {
+	let mut seed = [0u8; 32];
+	seed[..4].copy_from_slice(&n.to_le_bytes());
+	seed[31] = 0xbe;
+	ed25519::Pair::from_seed(&seed)
+}
+
+/// Topic number `n`.
+pub fn topic(n: u32) -> Topic {
+	let mut bytes = [0u8; 32];
+	bytes[..4].copy_from_slice(&n.to_le_bytes());
+	bytes[31] = 0x7c;
+	Topic(bytes)
+}
+
+/// Statement `i` of the data set, signed by account `i % 64` with key `keys[i % 64]`.
+pub fn statement(i: u32, keys: &[ed25519::Pair]) -> Statement {
+	let mut statement = Statement::new();
+	statement.set_expiry_from_parts(u32::MAX - 1, i);
+	statement.set_topic(0, topic(i % 10));
+	statement.set_topic(1, topic(1000 + i % 100));
+	let mut data = vec![0u8; 256];
+	data[..4].copy_from_slice(&i.to_le_bytes());
+	statement.set_plain_data(data);
+	statement.sign_ed25519_private(&keys[(i % ACCOUNTS) as usize]);
+	statement
+}
+
+/// The 64 keys.
+pub fn keys() -> Vec<ed25519::Pair> {
+	(0..ACCOUNTS).map(key).collect()
+}
+
+/// Allowances large enough that nothing is evicted.
+pub fn unlimited() -> Arc<MapAllowances> {
+	Arc::new(MapAllowances::new().with_default(StatementAllowance::new(u32::MAX, u32::MAX)))
+}
+
+/// Store options for a benchmark directory (no fsync: we measure the index, not the disk).
+pub fn config(path: &Path) -> Config {
+	let mut config = Config::new(path);
+	config.sync_wal = false;
+	config
+}

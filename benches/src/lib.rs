@@ -1,0 +1,8 @@
+//! Benchmarks of the statement store, side by side with a RAM-index baseline.
+//!
+//! [`baseline::RamIndexStore`] keeps every index in hash maps and sets of 32-byte hashes, as
+//! the reference implementation's first stage does, with statement bodies in parity-db. It
+//! exists only so that every figure can be reported as a ratio measured in one run.
+
+pub mod baseline;
+pub mod fixture;
