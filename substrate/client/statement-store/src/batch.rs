@@ -6,7 +6,7 @@ use crate::{
 	posting::{decode_segment, encode_segment, segment_base},
 	schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
-	Error, Result,
+	wal, Error, Result,
 };
 use codec::Encode;
 use parity_db::ColId;
@@ -185,8 +185,9 @@ impl<'a> Batch<'a> {
 		Ok(())
 	}
 
-	/// Write everything in one commit, then update cache, membership and subscribers while
-	/// readers wait. Returns the counters after the commit.
+	/// Write everything in one commit and publish it to cache, membership and subscribers
+	/// while readers wait; then, with readers free again, write it to the log file. Returns
+	/// (the counters after the commit) only once the commit is durable.
 	pub fn commit(mut self) -> Result<Counters> {
 		let inner = self.inner;
 		for ((key, base), ids) in std::mem::take(&mut self.segments) {
@@ -203,7 +204,7 @@ impl<'a> Batch<'a> {
 			Some(self.counters.encode()),
 		));
 
-		let _view = inner.view.write();
+		let view = inner.view.write();
 		inner.db.commit(self.ops)?;
 		for (key, id, add) in &self.postings {
 			inner.cache.update(key, |list| if *add { list.insert(*id) } else { list.remove(*id) });
@@ -218,6 +219,10 @@ impl<'a> Batch<'a> {
 			.subscriptions
 			.notify(self.added.iter().map(|(_, record, encoding)| (record, encoding)));
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
+		drop(view);
+		// Readers already see the commit (parity-db serves it from memory); the writer lock,
+		// still held by our caller, keeps log writes in commit order.
+		wal::write_log(&inner.db, inner.config.sync_wal)?;
 		Ok(self.counters)
 	}
 }

@@ -27,9 +27,10 @@
 //! to parity-db, the cache, the membership set and subscribers. A query therefore never sees
 //! half a change, and the cache never disagrees with the disk.
 //!
-//! Durability: parity-db writes commits from a background thread, so a statement reported
-//! `New` may be lost if the process is killed within moments of the report; what survives is
-//! always whole (never half-indexed).
+//! Durability: a change is acknowledged (`New`, or `remove` returning) only after its commit
+//! is written to parity-db's log file, so it survives the process being killed at any moment;
+//! with [`Config::sync_wal`] the log is also fsynced first, so it survives power loss. A crash
+//! never leaves a change half-applied: parity-db replays whole log records or none.
 #![warn(missing_docs)]
 
 mod allowance;
@@ -45,6 +46,7 @@ mod schema;
 mod store;
 mod submit;
 mod subscription;
+mod wal;
 
 pub use allowance::{AllowanceAt, AllowanceProvider, ChainAllowances, MapAllowances};
 pub use config::{

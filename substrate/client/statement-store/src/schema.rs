@@ -49,6 +49,9 @@ pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 	let mut options = Options::with_columns(path, COLUMNS);
 	options.sync_wal = sync_wal;
 	options.stats = false;
+	// The store writes and applies the log itself (see `wal`), so that every acknowledged
+	// commit is in the log file before the acknowledgement.
+	options.with_background_thread = false;
 	for (index, column) in options.columns.iter_mut().enumerate() {
 		let col = index as ColId;
 		*column = ColumnOptions {

@@ -7,6 +7,7 @@ use crate::{
 	posting::{decode_segment, intersect, PostingList},
 	schema::{self, Counters, Id, PostingKey, Record},
 	subscription::{Subscription, Subscriptions},
+	wal::{self, LogApplier},
 	AllowanceProvider, Config, Error, Result,
 };
 use codec::Encode;
@@ -20,6 +21,9 @@ use std::sync::{
 	Arc,
 };
 
+/// How often logged commits are applied to parity-db's tables.
+const LOG_APPLY_PERIOD: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// A statement store backed by parity-db. Cheap to clone; clones share one store.
 ///
 /// Reads (`broadcasts`, `posted`, `has_statement`, ...) run concurrently from any number of
@@ -30,12 +34,14 @@ pub struct Store {
 }
 
 pub(crate) struct Inner {
-	pub db: parity_db::Db,
+	/// Declared first so it stops (and lets go of the database) before `db` is dropped.
+	_log_applier: LogApplier,
+	pub db: Arc<parity_db::Db>,
 	pub config: Config,
 	/// Shared by queries for their whole run; taken exclusively only to publish a commit.
 	pub view: RwLock<()>,
 	/// Serialises writers and holds the counters they start from.
-	pub writer: Mutex<Counters>,
+	pub writer: Arc<Mutex<Counters>>,
 	pub membership: Membership,
 	pub cache: PostingCache,
 	pub allowances: Arc<dyn AllowanceProvider>,
@@ -59,8 +65,9 @@ impl Store {
 		std::fs::create_dir_all(&path).map_err(|err| {
 			Error::Config(format!("cannot create database directory {shown}: {err}"))
 		})?;
-		let db = parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?;
-		let counters = read_schema(&db, &shown)?;
+		let db =
+			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
+		let counters = read_schema(&db, &shown, config.sync_wal)?;
 		let membership = Membership::default();
 		let journal = load_journal(&db, &membership)?;
 		if journal.count != counters.count || journal.next_id > counters.next_id {
@@ -78,12 +85,16 @@ impl Store {
 			counters.count,
 			counters.total_size
 		);
+		let writer = Arc::new(Mutex::new(counters));
+		let log_applier = LogApplier::start(db.clone(), writer.clone(), LOG_APPLY_PERIOD)
+			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
 		let inner = Inner {
+			_log_applier: log_applier,
 			cache: PostingCache::new(config.cache_bytes),
 			db,
 			config,
 			view: RwLock::new(()),
-			writer: Mutex::new(counters),
+			writer,
 			membership,
 			allowances,
 			subscriptions: Subscriptions::default(),
@@ -302,7 +313,7 @@ fn check_directory(path: &std::path::Path) -> Result<()> {
 }
 
 /// Read (or, for a new database, write) the schema version and the counters.
-fn read_schema(db: &parity_db::Db, path: &str) -> Result<Counters> {
+fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 	let corrupt = |detail: String| Error::Corrupt { path: path.into(), detail };
 	match db.get(schema::COL_META, schema::KEY_SCHEMA)? {
 		None => {
@@ -315,14 +326,18 @@ fn read_schema(db: &parity_db::Db, path: &str) -> Result<Counters> {
 			}
 			// Id 0 is never given out, so "after 0" means "from the start".
 			let counters = Counters { next_id: 1, ..Counters::default() };
-			db.commit([
-				(
-					schema::COL_META,
-					schema::KEY_SCHEMA.to_vec(),
-					Some(schema::SCHEMA_VERSION.encode()),
-				),
-				(schema::COL_META, schema::KEY_COUNTERS.to_vec(), Some(counters.encode())),
-			])?;
+			wal::commit(
+				db,
+				[
+					(
+						schema::COL_META,
+						schema::KEY_SCHEMA.to_vec(),
+						Some(schema::SCHEMA_VERSION.encode()),
+					),
+					(schema::COL_META, schema::KEY_COUNTERS.to_vec(), Some(counters.encode())),
+				],
+				sync,
+			)?;
 			Ok(counters)
 		}
 		Some(bytes) => {

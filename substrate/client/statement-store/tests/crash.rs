@@ -1,0 +1,204 @@
+//! Crash safety: a child process submits and removes in a loop and is killed with SIGKILL at
+//! random moments. Every reopen must find every statement the child saw acknowledged as
+//! `New`, none it saw removed, and indexes that agree with the bodies exactly.
+
+mod common;
+
+use common::*;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use statement_primitives::{Hash, StatementSource, StatementStore, SubmitResult, Topic};
+use statement_store::Store;
+use std::{
+	collections::{HashMap, HashSet},
+	io::{BufRead, BufReader, Write},
+	process::{Command, Stdio},
+	time::Duration,
+};
+
+const DIR_VAR: &str = "STATEMENT_STORE_CRASH_DIR";
+const SEED_VAR: &str = "STATEMENT_STORE_CRASH_SEED";
+
+/// The child's loop; only does something when the parent starts it with the variables set.
+#[test]
+#[ignore = "entry point of the child process that crash_safety kills"]
+fn crash_child() {
+	let (Some(dir), Some(seed)) = (std::env::var_os(DIR_VAR), std::env::var_os(SEED_VAR)) else {
+		return;
+	};
+	let seed: u64 = seed.to_string_lossy().parse().expect("seed");
+	let store =
+		Store::open(config(dir.as_ref(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
+			.expect("child opens the store");
+	let mut rng = StdRng::seed_from_u64(seed);
+	let mut mine: Vec<Hash> = Vec::new();
+	let stdout = std::io::stdout();
+	for n in 0u32.. {
+		if !mine.is_empty() && rng.gen_bool(0.2) {
+			let hash = mine.swap_remove(rng.gen_range(0..mine.len()));
+			store.remove(&hash).expect("remove");
+			writeln!(stdout.lock(), "REMOVED {}", hex(&hash)).expect("stdout");
+		} else {
+			let statement = statement(&Spec {
+				signer: rng.gen_range(0..8),
+				expires_in: 100_000,
+				sequence: n,
+				topics: (0..rng.gen_range(0..=3)).map(|t| t * 3 + rng.gen_range(0..3)).collect(),
+				key: rng.gen_bool(0.25).then(|| rng.gen_range(0..3)),
+				data: seed.to_le_bytes().iter().chain(&n.to_le_bytes()).copied().collect(),
+				..Spec::default()
+			});
+			let hash = statement.hash();
+			if store.submit(statement, StatementSource::Local) == SubmitResult::New {
+				mine.push(hash);
+				writeln!(stdout.lock(), "NEW {}", hex(&hash)).expect("stdout");
+			}
+		}
+	}
+}
+
+const ABORT_VAR: &str = "STATEMENT_STORE_ABORT_DIR";
+
+/// Submit a few statements, then abort the process the moment the last one is acknowledged:
+/// no destructor runs, nothing buffered in the process survives.
+#[test]
+#[ignore = "entry point of the child process that acknowledged_changes_survive_an_abort starts"]
+fn abort_child() {
+	let Some(dir) = std::env::var_os(ABORT_VAR) else { return };
+	let store =
+		Store::open(config(dir.as_ref(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
+			.expect("child opens the store");
+	for n in 0..20u8 {
+		let statement = simple(u32::from(n % 4), &[1], &[n]);
+		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+	}
+	std::process::abort();
+}
+
+#[test]
+fn acknowledged_changes_survive_an_abort_right_after_the_acknowledgement() {
+	let dir = tempfile::tempdir().unwrap();
+	let status = Command::new(std::env::current_exe().unwrap())
+		.args(["--exact", "abort_child", "--ignored", "--nocapture", "--test-threads", "1"])
+		.env(ABORT_VAR, dir.path())
+		.stdout(Stdio::null())
+		.stderr(Stdio::null())
+		.status()
+		.unwrap();
+	assert!(!status.success(), "the child was meant to abort");
+	let store = Store::open(config(dir.path(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
+		.expect("reopens after abort");
+	for n in 0..20u8 {
+		let hash = simple(u32::from(n % 4), &[1], &[n]).hash();
+		assert!(
+			store.has_statement(&hash),
+			"statement {n}, acknowledged before the abort, was lost"
+		);
+	}
+	assert_eq!(store.len(), 20);
+	assert_indexes_match_bodies(&store);
+}
+
+fn hex(hash: &Hash) -> String {
+	hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Hash> {
+	let bytes: Option<Vec<u8>> = (0..text.len())
+		.step_by(2)
+		.map(|i| text.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+		.collect();
+	bytes?.try_into().ok()
+}
+
+/// A MatchAll query: decryption key (or none) and topics.
+type Query = (Option<[u8; 32]>, Vec<Topic>);
+
+/// Every stored statement is found through its indexes, and the indexes find nothing else.
+fn assert_indexes_match_bodies(store: &Store) {
+	let all = store.statements().expect("statements");
+	assert_eq!(all.len() as u64, store.len(), "counters disagree with the journal");
+	let mut via_indexes = store.broadcasts_stmt(&[]).expect("broadcasts").len();
+	for key in 0..3u8 {
+		via_indexes += store.posted_stmt(&[], [key; 32]).expect("posted").len();
+	}
+	assert_eq!(via_indexes, all.len(), "key index and bodies disagree");
+	// One query per distinct (key, topics) combination, each must return all its members.
+	let mut groups: HashMap<Query, Vec<Vec<u8>>> = HashMap::new();
+	for (hash, statement) in &all {
+		assert!(store.has_statement(hash));
+		groups
+			.entry((statement.decryption_key(), statement.topics().to_vec()))
+			.or_default()
+			.push(statement.encode());
+	}
+	for ((key, topics), members) in groups {
+		let found: HashSet<Vec<u8>> = match key {
+			None => store.broadcasts_stmt(&topics),
+			Some(key) => store.posted_stmt(&topics, key),
+		}
+		.expect("query")
+		.into_iter()
+		.collect();
+		assert!(
+			members.iter().all(|m| found.contains(m)),
+			"a statement is missing from its topic index"
+		);
+	}
+}
+
+#[test]
+fn killed_at_random_points_the_store_keeps_every_acknowledged_change() {
+	let dir = tempfile::tempdir().unwrap();
+	let exe = std::env::current_exe().unwrap();
+	let mut rng = StdRng::seed_from_u64(7);
+	let mut acknowledged: HashSet<Hash> = HashSet::new();
+	let mut removed: HashSet<Hash> = HashSet::new();
+	let mut total_lines = 0;
+	for round in 0..8u64 {
+		let mut child = Command::new(&exe)
+			.args(["--exact", "crash_child", "--ignored", "--nocapture", "--test-threads", "1"])
+			.env(DIR_VAR, dir.path())
+			.env(SEED_VAR, round.to_string())
+			.stdout(Stdio::piped())
+			.stderr(Stdio::null())
+			.spawn()
+			.unwrap();
+		let stdout = child.stdout.take().unwrap();
+		let reader = std::thread::spawn(move || {
+			BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>()
+		});
+		std::thread::sleep(Duration::from_millis(rng.gen_range(150..900)));
+		child.kill().unwrap();
+		child.wait().unwrap();
+		let lines = reader.join().unwrap();
+		for line in &lines {
+			let Some((what, hash)) = line.split_once(' ') else { continue };
+			let Some(hash) = unhex(hash.trim()) else { continue };
+			match what {
+				"NEW" => {
+					acknowledged.insert(hash);
+				}
+				"REMOVED" => {
+					acknowledged.remove(&hash);
+					removed.insert(hash);
+				}
+				_ => {}
+			}
+		}
+		total_lines += lines.len();
+
+		let store =
+			Store::open(config(dir.path(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
+				.expect("the store reopens after SIGKILL");
+		for hash in &acknowledged {
+			assert!(store.statement(hash).unwrap().is_some(), "round {round}: lost {}", hex(hash));
+		}
+		for hash in &removed {
+			assert!(!store.has_statement(hash), "round {round}: removed {} is back", hex(hash));
+		}
+		// At most the one submit in flight when the kill came may have landed unreported.
+		assert!(store.len() as usize <= acknowledged.len() + 1, "round {round}");
+		assert_indexes_match_bodies(&store);
+	}
+	assert!(total_lines > 100, "the child did too little work to test anything: {total_lines}");
+}
