@@ -229,9 +229,7 @@ impl Inner {
 			let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
 				return Err(bad(schema::COL_JOURNAL, "journal entry"));
 			};
-			if let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(id))? {
-				out.push((id, hash, body));
-			}
+			out.push((id, hash, self.body(id)?));
 		}
 		Ok(out)
 	}
@@ -268,15 +266,18 @@ impl Inner {
 		Ok(ids)
 	}
 
-	/// Encodings of these ids; ids whose body is gone are skipped.
+	/// Encodings of these ids.
 	pub fn bodies(&self, ids: &[Id]) -> Result<Vec<Vec<u8>>> {
-		let mut out = Vec::with_capacity(ids.len());
-		for id in ids {
-			if let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(*id))? {
-				out.push(body);
-			}
-		}
-		Ok(out)
+		ids.iter().map(|id| self.body(*id)).collect()
+	}
+
+	/// The encoding of an indexed id. Bodies and index entries go in one commit, so a missing
+	/// body means the database files were damaged.
+	pub fn body(&self, id: Id) -> Result<Vec<u8>> {
+		self.db.get(schema::COL_BODY, &schema::body_key(id))?.ok_or_else(|| Error::Corrupt {
+			path: self.config.path.display().to_string(),
+			detail: format!("statement {id} is indexed but its body is missing"),
+		})
 	}
 
 	pub fn decode_body(&self, body: &[u8]) -> Result<Statement> {
@@ -402,14 +403,7 @@ impl StatementStore for Store {
 		}
 		let _view = self.inner.view.read();
 		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
-		let Some(body) = self
-			.inner
-			.db
-			.get(schema::COL_BODY, &schema::body_key(record.id))
-			.map_err(Error::from)?
-		else {
-			return Ok(None);
-		};
+		let body = self.inner.body(record.id)?;
 		Ok(Some(self.inner.decode_body(&body)?))
 	}
 
@@ -474,5 +468,63 @@ impl StatementStore for Store {
 
 	fn remove_by(&self, who: AccountId) -> statement_primitives::Result<()> {
 		Ok(self.remove_account(&who)?)
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use crate::{Config, MapAllowances};
+
+	fn open(path: &std::path::Path) -> Result<Store> {
+		Store::open(Config::new(path), Arc::new(MapAllowances::new()))
+	}
+
+	/// Write raw values into a closed store's database, as a newer build or a corruption would.
+	fn poke(path: &std::path::Path, ops: Vec<(u8, Vec<u8>, Option<Vec<u8>>)>) {
+		let db = parity_db::Db::open(&schema::db_options(path, false)).unwrap();
+		wal::commit(&db, ops, false).unwrap();
+	}
+
+	#[test]
+	fn a_newer_schema_is_refused_and_left_as_it_is() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		poke(
+			dir.path(),
+			vec![(schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(7u32.encode()))],
+		);
+		match open(dir.path()) {
+			Err(Error::NewerSchema { found: 7, supported: schema::SCHEMA_VERSION, .. }) => {}
+			other => panic!("expected NewerSchema, got {:?}", other.err()),
+		}
+		let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+		assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(7u32.encode()));
+	}
+
+	#[test]
+	fn counters_that_contradict_the_journal_are_refused() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		let wrong = Counters { count: 5, total_size: 0, next_id: 1 };
+		poke(
+			dir.path(),
+			vec![(schema::COL_META, schema::KEY_COUNTERS.to_vec(), Some(wrong.encode()))],
+		);
+		let err = open(dir.path()).err().expect("refused");
+		assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+		assert!(err.to_string().contains("counters say 5 statements"), "{err}");
+	}
+
+	#[test]
+	fn a_garbled_journal_entry_is_a_typed_error_not_a_panic() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		poke(
+			dir.path(),
+			vec![(schema::COL_JOURNAL, schema::id_key(1).to_vec(), Some(vec![1, 2, 3]))],
+		);
+		let err = open(dir.path()).err().expect("refused");
+		assert!(matches!(err, Error::BadValue { column: schema::COL_JOURNAL, .. }), "{err}");
 	}
 }

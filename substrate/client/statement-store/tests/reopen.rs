@@ -7,12 +7,13 @@ use common::*;
 use statement_primitives::{StatementSource, StatementStore, SubmitResult};
 use statement_store::{Error, Store};
 
+/// 100,000 statements by default; `REOPEN_STATEMENTS` sets another count.
 #[test]
 fn reopening_gives_the_same_answers_without_decoding_any_body() {
 	let dir = tempfile::tempdir().unwrap();
 	let clock = TestClock::new();
 	let count =
-		std::env::var("REOPEN_STATEMENTS").ok().and_then(|n| n.parse().ok()).unwrap_or(3000u32);
+		std::env::var("REOPEN_STATEMENTS").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000u32);
 	let mut hashes = Vec::new();
 	{
 		let store =
@@ -70,4 +71,43 @@ fn a_second_store_on_the_same_directory_is_refused_while_the_first_is_open() {
 	let _first = open(dir.path(), &clock);
 	let err = Store::open(config(dir.path(), &clock), allowances(1, 1)).err().unwrap();
 	assert!(matches!(err, Error::Db(_)), "{err}");
+}
+
+#[test]
+fn truncated_database_files_give_an_error_or_every_statement_never_a_panic_or_silent_loss() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	{
+		let store = open(dir.path(), &clock);
+		for n in 0..300u32 {
+			store.submit(simple(n % 8, &[n % 3], &n.to_le_bytes()), StatementSource::Local);
+		}
+	}
+	let mut files: Vec<_> = std::fs::read_dir(dir.path())
+		.unwrap()
+		.map(|e| e.unwrap().path())
+		.filter(|p| p.file_name().is_some_and(|n| n != "metadata" && n != "lock"))
+		.collect();
+	files.sort();
+	let mut outcomes = Vec::new();
+	for file in &files {
+		let original = std::fs::read(file).unwrap();
+		std::fs::write(file, &original[..original.len() / 2]).unwrap();
+		let outcome = std::panic::catch_unwind(|| {
+			match Store::open(config(dir.path(), &clock), allowances(1000, 1 << 24)) {
+				Err(err) => format!("error: {err}"),
+				Ok(store) => match store.statements() {
+					Err(err) => format!("opened, then error: {err}"),
+					Ok(all) if all.len() == 300 => "opened with every statement".to_string(),
+					Ok(all) => panic!("silently lost statements: {} of 300 left", all.len()),
+				},
+			}
+		});
+		let name = file.file_name().unwrap().to_string_lossy().to_string();
+		outcomes.push((name.clone(), outcome.is_ok()));
+		println!("{name}: {:?}", outcome.as_ref().map_err(|_| "panic"));
+		std::fs::write(file, &original).unwrap();
+	}
+	let panicked: Vec<_> = outcomes.iter().filter(|(_, ok)| !ok).map(|(n, _)| n).collect();
+	assert!(panicked.is_empty(), "panic or silent loss after truncating {panicked:?}");
 }
