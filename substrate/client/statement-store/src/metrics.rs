@@ -45,6 +45,10 @@ impl Metrics {
 		self.bytes.store(bytes, Ordering::Relaxed);
 	}
 
+	pub(crate) fn statements(&self) -> u64 {
+		self.statements.load(Ordering::Relaxed)
+	}
+
 	pub(crate) fn submitted(&self, label: &'static str) {
 		*self.submits.lock().entry(label).or_default() += 1;
 	}

@@ -69,7 +69,7 @@ impl Store {
 			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
 		let counters = read_schema(&db, &shown, config.sync_wal)?;
 		let membership = Membership::default();
-		let journal = load_journal(&db, &membership)?;
+		let journal = load_journal(&db, &membership, counters.count, &shown)?;
 		if journal.count != counters.count || journal.next_id > counters.next_id {
 			return Err(Error::Corrupt {
 				path: shown,
@@ -108,7 +108,7 @@ impl Store {
 
 	/// Number of statements stored.
 	pub fn len(&self) -> u64 {
-		self.inner.writer.lock().count
+		self.inner.metrics.statements()
 	}
 
 	/// Whether the store is empty.
@@ -371,15 +371,37 @@ struct JournalSummary {
 	next_id: Id,
 }
 
-/// Walk the admission journal (ids and hashes only, no bodies) to fill the membership set.
-fn load_journal(db: &parity_db::Db, membership: &Membership) -> Result<JournalSummary> {
+/// Bodies checked against their journal hash while opening: enough to catch a truncated or
+/// swapped body table, few enough that opening stays instant.
+const OPEN_SAMPLES: u64 = 64;
+
+/// Walk the admission journal (ids and hashes only) to fill the membership set, checking an
+/// evenly spread sample of bodies against their hashes (hashed, not decoded).
+fn load_journal(
+	db: &parity_db::Db,
+	membership: &Membership,
+	expected: u64,
+	path: &str,
+) -> Result<JournalSummary> {
 	let mut iter = db.iter(schema::COL_JOURNAL)?;
 	iter.seek_to_first()?;
+	let stride = (expected / OPEN_SAMPLES).max(1);
 	let mut summary = JournalSummary { count: 0, next_id: 1 };
 	while let Some((key, value)) = iter.next()? {
 		let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
 			return Err(bad(schema::COL_JOURNAL, "journal entry"));
 		};
+		if summary.count % stride == 0 {
+			let body = db.get(schema::COL_BODY, &schema::body_key(id))?;
+			if body.as_deref().map(statement_primitives::hash_encoded) != Some(hash) {
+				return Err(Error::Corrupt {
+					path: path.into(),
+					detail: format!(
+						"the body of statement {id} is missing or does not match its hash"
+					),
+				});
+			}
+		}
 		membership.insert(&hash);
 		summary.count += 1;
 		summary.next_id = id + 1;
@@ -514,6 +536,26 @@ mod tests {
 		let err = open(dir.path()).err().expect("refused");
 		assert!(matches!(err, Error::Corrupt { .. }), "{err}");
 		assert!(err.to_string().contains("counters say 5 statements"), "{err}");
+	}
+
+	#[test]
+	fn a_body_that_does_not_match_its_journal_hash_is_caught_at_open() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		poke(
+			dir.path(),
+			vec![
+				(schema::COL_JOURNAL, schema::id_key(1).to_vec(), Some([7u8; 32].to_vec())),
+				(schema::COL_BODY, schema::body_key(1).to_vec(), Some(vec![0])),
+				(
+					schema::COL_META,
+					schema::KEY_COUNTERS.to_vec(),
+					Some(Counters { count: 1, total_size: 1, next_id: 2 }.encode()),
+				),
+			],
+		);
+		let err = open(dir.path()).err().expect("refused");
+		assert!(err.to_string().contains("does not match its hash"), "{err}");
 	}
 
 	#[test]
