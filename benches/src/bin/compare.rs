@@ -62,6 +62,8 @@ fn run_size(n: u32, statements: &[Statement], rows: &mut Vec<Row>) {
 		baseline.submit(statements[i].clone(), StatementSource::Local);
 	});
 	rows.push(Row { figure: label("submit"), ours: submit_ours, baseline: submit_base });
+	// Let both databases finish applying their logs in the background before timing reads.
+	std::thread::sleep(Duration::from_secs(2));
 
 	let hashes: Vec<Hash> = statements.iter().map(Statement::hash).collect();
 	let per = hashes.len();
@@ -91,14 +93,14 @@ fn run_size(n: u32, statements: &[Statement], rows: &mut Vec<Row>) {
 	let expected_two = (n / 100) as usize;
 	let query =
 		|store: &dyn StatementStore, topics: &[statement_primitives::Topic], expect: usize| {
-			measure(7, 20, |_| assert_eq!(store.broadcasts(topics).expect("query").len(), expect))
+			measure(15, 40, |_| assert_eq!(store.broadcasts(topics).expect("query").len(), expect))
 		};
 	rows.push(Row {
 		figure: label("broadcasts 2 topics, warm"),
 		ours: query(&ours, &two, expected_two),
 		baseline: query(&baseline, &two, expected_two),
 	});
-	let cold = measure(7, 20, |_| {
+	let cold = measure(15, 40, |_| {
 		ours.clear_cache();
 		assert_eq!(ours.broadcasts(&two).expect("query").len(), expected_two);
 	});
