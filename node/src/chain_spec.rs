@@ -1,0 +1,180 @@
+//! Chain specs: the built-in `dev` and `local` ones, and JSON files in Substrate's raw format.
+//! Allowances come from `genesis.raw.top`'s `":statement_allowance:" ++ account` keys.
+
+use codec::Encode;
+use serde::{Deserialize, Serialize};
+use sp_core::{ecdsa, ed25519, sr25519, Pair};
+use statement_primitives::{statement_allowance_key, StatementAllowance};
+use statement_store::MapAllowances;
+use std::collections::BTreeMap;
+
+/// Dev accounts, as in every Substrate dev chain.
+pub const DEV_ACCOUNTS: [&str; 6] = ["Alice", "Bob", "Charlie", "Dave", "Eve", "Ferdie"];
+
+/// What each dev account may keep on the built-in chains: 100,000 statements, 100 MiB.
+pub const DEV_ALLOWANCE: StatementAllowance = StatementAllowance::new(100_000, 100 * 1024 * 1024);
+
+/// A chain spec: name, id, boot nodes and raw genesis storage.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainSpec {
+	/// Human-readable name.
+	pub name: String,
+	/// Identifier; names the database directory.
+	pub id: String,
+	/// `Development`, `Local` or `Live`.
+	#[serde(default)]
+	pub chain_type: Option<String>,
+	/// Peers to connect to first.
+	#[serde(default)]
+	pub boot_nodes: Vec<String>,
+	/// Genesis storage.
+	pub genesis: Genesis,
+}
+
+/// Genesis section; only the raw form is read.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Genesis {
+	/// Raw storage.
+	pub raw: RawGenesis,
+}
+
+/// Raw genesis storage: hex key -> hex value.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawGenesis {
+	/// Top-level storage.
+	pub top: BTreeMap<String, String>,
+	/// Child tries (unused here, kept so specs round-trip).
+	#[serde(default)]
+	pub children_default: BTreeMap<String, serde_json::Value>,
+}
+
+/// Why a chain spec could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainSpecError {
+	/// The file could not be read.
+	#[error("cannot read chain spec {path}: {source}")]
+	Read {
+		/// File.
+		path: String,
+		/// Cause.
+		source: std::io::Error,
+	},
+	/// The file is not a chain spec.
+	#[error("chain spec {path} is not valid: {detail}")]
+	Invalid {
+		/// File.
+		path: String,
+		/// What is wrong.
+		detail: String,
+	},
+}
+
+/// The dev accounts' ids under each signature scheme (sr25519, ed25519, ecdsa).
+pub fn dev_account_ids() -> Vec<(String, [u8; 32])> {
+	let mut ids = Vec::new();
+	for name in DEV_ACCOUNTS {
+		let suri = format!("//{name}");
+		if let Ok(pair) = sr25519::Pair::from_string(&suri, None) {
+			ids.push((format!("{name} (sr25519)"), pair.public().0));
+		}
+		if let Ok(pair) = ed25519::Pair::from_string(&suri, None) {
+			ids.push((format!("{name} (ed25519)"), pair.public().0));
+		}
+		if let Ok(pair) = ecdsa::Pair::from_string(&suri, None) {
+			ids.push((format!("{name} (ecdsa)"), sp_crypto_hashing::blake2_256(&pair.public().0)));
+		}
+	}
+	ids
+}
+
+fn built_in(name: &str, id: &str, chain_type: &str) -> ChainSpec {
+	let top = dev_account_ids()
+		.into_iter()
+		.map(|(_, account)| {
+			(
+				format!("0x{}", hex::encode(statement_allowance_key(&account))),
+				format!("0x{}", hex::encode(DEV_ALLOWANCE.encode())),
+			)
+		})
+		.collect();
+	ChainSpec {
+		name: name.into(),
+		id: id.into(),
+		chain_type: Some(chain_type.into()),
+		boot_nodes: Vec::new(),
+		genesis: Genesis { raw: RawGenesis { top, children_default: BTreeMap::new() } },
+	}
+}
+
+impl ChainSpec {
+	/// `dev`, `local`, or a JSON file at that path.
+	pub fn load(chain: &str) -> Result<ChainSpec, ChainSpecError> {
+		match chain {
+			"dev" | "" => Ok(built_in("Development", "dev", "Development")),
+			"local" => Ok(built_in("Local Testnet", "local_testnet", "Local")),
+			path => {
+				let text = std::fs::read_to_string(path)
+					.map_err(|source| ChainSpecError::Read { path: path.into(), source })?;
+				let spec: ChainSpec = serde_json::from_str(&text).map_err(|err| {
+					ChainSpecError::Invalid { path: path.into(), detail: err.to_string() }
+				})?;
+				spec.allowances()
+					.map_err(|detail| ChainSpecError::Invalid { path: path.into(), detail })?;
+				Ok(spec)
+			}
+		}
+	}
+
+	/// The allowances in the genesis storage.
+	pub fn allowances(&self) -> Result<MapAllowances, String> {
+		let mut pairs = Vec::new();
+		for (key, value) in &self.genesis.raw.top {
+			let key = hex::decode(key.trim_start_matches("0x"))
+				.map_err(|err| format!("genesis key {key} is not hex: {err}"))?;
+			let value = hex::decode(value.trim_start_matches("0x"))
+				.map_err(|err| format!("genesis value {value} is not hex: {err}"))?;
+			pairs.push((key, value));
+		}
+		MapAllowances::from_storage(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))
+			.map_err(|err| err.to_string())
+	}
+
+	/// Pretty JSON.
+	pub fn to_json(&self) -> String {
+		serde_json::to_string_pretty(self).unwrap_or_default()
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use statement_store::AllowanceProvider;
+
+	#[test]
+	fn dev_spec_gives_alice_an_allowance_and_strangers_none() {
+		let spec = ChainSpec::load("dev").unwrap();
+		let allowances = spec.allowances().unwrap();
+		let alice = sr25519::Pair::from_string("//Alice", None).unwrap().public().0;
+		assert_eq!(allowances.allowance(&alice).unwrap(), Some(DEV_ALLOWANCE));
+		assert_eq!(allowances.allowance(&[9; 32]).unwrap(), None);
+	}
+
+	#[test]
+	fn a_spec_survives_json_and_bad_files_get_clear_errors() {
+		let spec = ChainSpec::load("local").unwrap();
+		let dir = tempfile::tempdir().unwrap();
+		let path = dir.path().join("spec.json");
+		std::fs::write(&path, spec.to_json()).unwrap();
+		let back = ChainSpec::load(path.to_str().unwrap()).unwrap();
+		assert_eq!(back.id, "local_testnet");
+		assert_eq!(back.genesis.raw.top, spec.genesis.raw.top);
+
+		std::fs::write(&path, "{\"name\": 1}").unwrap();
+		let err = ChainSpec::load(path.to_str().unwrap()).unwrap_err();
+		assert!(err.to_string().contains("is not valid"), "{err}");
+		let missing = ChainSpec::load("/nonexistent/spec.json").unwrap_err();
+		assert!(missing.to_string().contains("cannot read chain spec"), "{missing}");
+	}
+}

@@ -1,0 +1,143 @@
+//! Command line, following Substrate's flag names so that tools and habits carry over.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// A statement store node: keeps signed, expiring statements and serves them over JSON-RPC.
+#[derive(Debug, Parser)]
+#[command(name = "statement-node", version, about)]
+pub struct Cli {
+	/// What to do instead of running the node.
+	#[command(subcommand)]
+	pub subcommand: Option<Command>,
+	/// Options for running the node.
+	#[command(flatten)]
+	pub run: RunCmd,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+	/// Print the chain spec as JSON.
+	#[command(alias = "export-chain-spec")]
+	BuildSpec {
+		/// `dev`, `local` or a path to a chain spec JSON file.
+		#[arg(long, default_value = "dev")]
+		chain: String,
+		/// Accepted for compatibility: specs are always printed raw.
+		#[arg(long)]
+		raw: bool,
+	},
+	/// Build and sign a statement, print it as `0x`-hex ready for `statement_submit`.
+	Sign(SignCmd),
+}
+
+/// `statement-node sign`.
+#[derive(Debug, Parser)]
+pub struct SignCmd {
+	/// Secret URI of the sr25519 signing key, such as `//Alice`.
+	#[arg(long, default_value = "//Alice")]
+	pub suri: String,
+	/// A topic, as `0x`-hex of 32 bytes or as text (then its blake2-256 is used). Repeatable,
+	/// at most four.
+	#[arg(long = "topic")]
+	pub topics: Vec<String>,
+	/// The data, as text.
+	#[arg(long, default_value = "")]
+	pub data: String,
+	/// Seconds from now until the statement expires.
+	#[arg(long, default_value_t = 3600)]
+	pub expires_in: u64,
+	/// Sequence number (low 32 bits of the expiry).
+	#[arg(long, default_value_t = 0)]
+	pub sequence: u32,
+	/// A channel, as `0x`-hex of 32 bytes or as text.
+	#[arg(long)]
+	pub channel: Option<String>,
+	/// Decryption key id (makes the statement "posted"), as `0x`-hex of 32 bytes or text.
+	#[arg(long)]
+	pub decryption_key: Option<String>,
+}
+
+/// Which RPC methods are exposed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RpcMethods {
+	/// Unsafe methods only when listening on localhost.
+	Auto,
+	/// Only safe methods.
+	Safe,
+	/// Every method.
+	Unsafe,
+}
+
+/// Options for running the node.
+#[derive(Debug, Parser)]
+pub struct RunCmd {
+	/// Development chain: well-known dev accounts get allowances; implies `--tmp` unless a
+	/// base path is given.
+	#[arg(long)]
+	pub dev: bool,
+	/// Keep the database in a temporary directory, deleted on exit.
+	#[arg(long)]
+	pub tmp: bool,
+	/// Directory for the node's data.
+	#[arg(short = 'd', long, value_name = "PATH")]
+	pub base_path: Option<PathBuf>,
+	/// Chain spec: `dev`, `local` or a path to a JSON file.
+	#[arg(long)]
+	pub chain: Option<String>,
+	/// Node name, reported by `system_name`.
+	#[arg(long)]
+	pub name: Option<String>,
+	/// JSON-RPC port (HTTP and WebSocket on one port).
+	#[arg(long, default_value_t = 9944)]
+	pub rpc_port: u16,
+	/// Listen for RPC on all interfaces, not only localhost.
+	#[arg(long)]
+	pub rpc_external: bool,
+	/// Which RPC methods to expose.
+	#[arg(long, value_enum, default_value = "auto")]
+	pub rpc_methods: RpcMethods,
+	/// Allowed browser origins, comma separated, or `all`.
+	#[arg(long, value_name = "ORIGINS")]
+	pub rpc_cors: Option<String>,
+	/// Most RPC connections at once.
+	#[arg(long, default_value_t = 100)]
+	pub rpc_max_connections: u32,
+	/// Prometheus metrics port.
+	#[arg(long, default_value_t = 9615)]
+	pub prometheus_port: u16,
+	/// Serve Prometheus metrics on all interfaces.
+	#[arg(long)]
+	pub prometheus_external: bool,
+	/// Do not serve Prometheus metrics.
+	#[arg(long)]
+	pub no_prometheus: bool,
+	/// Log filter, e.g. `statement-store=debug` (repeatable, comma separated).
+	#[arg(short = 'l', long = "log", value_name = "FILTER")]
+	pub log: Vec<String>,
+	/// Most statements kept.
+	#[arg(long, default_value_t = statement_store::DEFAULT_MAX_TOTAL_STATEMENTS)]
+	pub statement_store_max_total_statements: u64,
+	/// Most encoded bytes kept.
+	#[arg(long, default_value_t = statement_store::DEFAULT_MAX_TOTAL_SIZE)]
+	pub statement_store_max_total_size: u64,
+	/// MiB of topic posting lists the query cache may hold.
+	#[arg(long, default_value_t = 64)]
+	pub statement_store_cache_mib: usize,
+	/// P2P port (accepted for orchestrators; networking is not built yet).
+	#[arg(long)]
+	pub port: Option<u16>,
+	/// P2P listen address (accepted for orchestrators; networking is not built yet).
+	#[arg(long)]
+	pub listen_addr: Vec<String>,
+	/// Boot nodes (accepted for orchestrators; networking is not built yet).
+	#[arg(long)]
+	pub bootnodes: Vec<String>,
+	/// P2P node key (accepted for orchestrators; networking is not built yet).
+	#[arg(long)]
+	pub node_key: Option<String>,
+	/// Accepted for orchestrators: this node has no telemetry.
+	#[arg(long)]
+	pub no_telemetry: bool,
+}

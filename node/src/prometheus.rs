@@ -1,0 +1,101 @@
+//! The Prometheus endpoint: `GET /metrics` in the text exposition format.
+
+use statement_store::Store;
+use std::{net::SocketAddr, time::SystemTime};
+use tokio::{
+	io::{AsyncReadExt, AsyncWriteExt},
+	net::TcpListener,
+};
+
+/// Serve metrics on `addr` until the task is dropped.
+pub async fn serve(listener: TcpListener, store: Store, started: SystemTime) {
+	loop {
+		let Ok((mut stream, _)) = listener.accept().await else { continue };
+		let store = store.clone();
+		tokio::spawn(async move {
+			let mut request = [0u8; 1024];
+			let Ok(read) = stream.read(&mut request).await else { return };
+			let head = String::from_utf8_lossy(&request[..read]);
+			let response = if head.starts_with("GET /metrics ") {
+				let body = render(&store, started);
+				format!(
+					"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+					body.len()
+				)
+			} else {
+				"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+					.to_string()
+			};
+			let _ = stream.write_all(response.as_bytes()).await;
+		});
+	}
+}
+
+/// Bind the metrics listener, with a clear error if the port is taken.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+	TcpListener::bind(addr)
+		.await
+		.map_err(|err| format!("cannot serve Prometheus metrics on {addr}: {err}"))
+}
+
+/// The metrics text.
+pub fn render(store: &Store, started: SystemTime) -> String {
+	let metrics = store.metrics();
+	let start = started.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+	let mut out = String::new();
+	let mut gauge = |name: &str, help: &str, kind: &str, value: u64| {
+		out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
+	};
+	gauge("substrate_process_start_time_seconds", "Unix time the process started.", "gauge", start);
+	gauge(
+		"substrate_statement_store_statements",
+		"Statements stored.",
+		"gauge",
+		metrics.statements,
+	);
+	gauge("substrate_statement_store_bytes", "Encoded bytes stored.", "gauge", metrics.bytes);
+	gauge(
+		"substrate_statement_store_expired_total",
+		"Statements removed on expiry.",
+		"counter",
+		metrics.expired,
+	);
+	gauge(
+		"substrate_statement_store_evicted_total",
+		"Statements evicted.",
+		"counter",
+		metrics.evicted,
+	);
+	gauge(
+		"substrate_statement_store_cache_hits_total",
+		"MatchAll cache hits.",
+		"counter",
+		metrics.cache_hits,
+	);
+	gauge(
+		"substrate_statement_store_cache_misses_total",
+		"MatchAll cache misses.",
+		"counter",
+		metrics.cache_misses,
+	);
+	gauge(
+		"substrate_statement_store_cache_bytes",
+		"Bytes of cached posting lists.",
+		"gauge",
+		metrics.cache_bytes,
+	);
+	gauge(
+		"substrate_statement_store_subscriptions",
+		"Open subscriptions.",
+		"gauge",
+		metrics.subscriptions,
+	);
+	out.push_str("# HELP substrate_statement_store_submits_total Submissions by outcome.\n");
+	out.push_str("# TYPE substrate_statement_store_submits_total counter\n");
+	for (outcome, count) in &metrics.submits {
+		out.push_str(&format!(
+			"substrate_statement_store_submits_total{{outcome=\"{outcome}\"}} {count}\n"
+		));
+	}
+	out
+}

@@ -1,0 +1,141 @@
+//! Wires the node together: chain spec, store, maintenance, JSON-RPC, metrics, shutdown.
+
+use crate::{chain_spec::ChainSpec, cli::RunCmd, prometheus, rpc};
+use statement_store::{Config, Error as StoreError, Store};
+use std::{
+	net::{IpAddr, Ipv4Addr, SocketAddr},
+	path::PathBuf,
+	sync::Arc,
+	time::{Duration, SystemTime},
+};
+
+/// How often maintenance (expiry, ban purge, allowance re-check) runs.
+const MAINTENANCE_PERIOD: Duration = Duration::from_secs(30);
+
+/// Run the node until SIGINT or SIGTERM.
+pub fn run(cmd: RunCmd) -> Result<(), String> {
+	let runtime = tokio::runtime::Builder::new_multi_thread()
+		.enable_all()
+		.thread_name("statement-node")
+		.build()
+		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
+	runtime.block_on(run_async(cmd))
+}
+
+fn default_base_path() -> PathBuf {
+	let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+	home.join(".local/share/statement-node")
+}
+
+async fn run_async(cmd: RunCmd) -> Result<(), String> {
+	let started = SystemTime::now();
+	let chain = cmd.chain.clone().unwrap_or_else(|| if cmd.dev { "dev" } else { "local" }.into());
+	let spec = ChainSpec::load(&chain).map_err(|err| err.to_string())?;
+	let allowances = spec.allowances()?;
+	// Lives until the node exits, then the temporary directory goes with it.
+	let mut _tmp = None;
+	let base_path = match &cmd.base_path {
+		Some(path) => path.clone(),
+		None if cmd.tmp || cmd.dev => {
+			let dir = tempfile::Builder::new()
+				.prefix("statement-node")
+				.tempdir()
+				.map_err(|err| format!("cannot create a temporary base path: {err}"))?;
+			let path = dir.path().to_path_buf();
+			_tmp = Some(dir);
+			path
+		}
+		None => default_base_path(),
+	};
+	let db_path = base_path.join("chains").join(&spec.id).join("statements");
+	let name = cmd.name.clone().unwrap_or_else(|| "statement-node".into());
+	log::info!("Statement store node {}", env!("CARGO_PKG_VERSION"));
+	log::info!("Node name: {name}");
+	log::info!("Chain specification: {} ({})", spec.name, spec.id);
+	log::info!("Database: {}", db_path.display());
+	if !cmd.bootnodes.is_empty() || cmd.port.is_some() || !cmd.listen_addr.is_empty() {
+		log::warn!(
+			"Networking is not built yet: --port, --listen-addr and --bootnodes are ignored"
+		);
+	}
+
+	let mut config = Config::new(&db_path);
+	config.max_total_statements = cmd.statement_store_max_total_statements;
+	config.max_total_size = cmd.statement_store_max_total_size;
+	config.cache_bytes = cmd.statement_store_cache_mib.saturating_mul(1024 * 1024);
+	let store = Store::open(config, Arc::new(allowances)).map_err(|err| match err {
+		StoreError::Db(parity_db_error) if parity_db_error.to_string().contains("in use") => {
+			format!(
+			"the database at {} is in use by another process; is another node running with this base path?",
+			db_path.display()
+		)
+		}
+		other => other.to_string(),
+	})?;
+	log::info!("Statement store opened with {} statements", store.len());
+	let maintenance =
+		store.spawn_maintenance(&tokio::runtime::Handle::current(), MAINTENANCE_PERIOD);
+
+	let rpc_ip = if cmd.rpc_external {
+		IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+	} else {
+		IpAddr::V4(Ipv4Addr::LOCALHOST)
+	};
+	let rpc_config = rpc::RpcConfig {
+		addr: SocketAddr::new(rpc_ip, cmd.rpc_port),
+		methods: cmd.rpc_methods,
+		cors: cmd.rpc_cors.clone().or_else(|| cmd.dev.then(|| "all".into())),
+		max_connections: cmd.rpc_max_connections,
+		name,
+		chain: spec.name.clone(),
+	};
+	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
+	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
+	log::info!(
+		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}",
+		if unsafe_allowed { "allowed" } else { "refused" }
+	);
+
+	let metrics_task = if cmd.no_prometheus {
+		None
+	} else {
+		let ip = if cmd.prometheus_external {
+			IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+		} else {
+			IpAddr::V4(Ipv4Addr::LOCALHOST)
+		};
+		let listener = prometheus::bind(SocketAddr::new(ip, cmd.prometheus_port)).await?;
+		let addr = listener.local_addr().map_err(|err| err.to_string())?;
+		log::info!("Prometheus exporter started at {addr}/metrics");
+		Some(tokio::spawn(prometheus::serve(listener, store.clone(), started)))
+	};
+
+	wait_for_shutdown().await;
+	log::info!("Shutting down");
+	let _ = server.stop();
+	server.stopped().await;
+	maintenance.abort();
+	if let Some(task) = metrics_task {
+		task.abort();
+	}
+	drop(store);
+	log::info!("Statement store closed");
+	Ok(())
+}
+
+async fn wait_for_shutdown() {
+	#[cfg(unix)]
+	{
+		use tokio::signal::unix::{signal, SignalKind};
+		let Ok(mut terminate) = signal(SignalKind::terminate()) else {
+			let _ = tokio::signal::ctrl_c().await;
+			return;
+		};
+		tokio::select! {
+			_ = tokio::signal::ctrl_c() => {},
+			_ = terminate.recv() => {},
+		}
+	}
+	#[cfg(not(unix))]
+	let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,386 @@
+//! The real `statement-node` binary on a free port, driven over HTTP and WebSocket JSON-RPC.
+
+use jsonrpsee::{
+	core::client::{ClientT, SubscriptionClientT},
+	http_client::HttpClientBuilder,
+	rpc_params,
+	ws_client::WsClientBuilder,
+};
+use serde_json::{json, Value};
+use sp_core::{sr25519, Pair};
+use statement_primitives::{Statement, Topic};
+use std::{
+	io::{Read, Write},
+	net::{TcpListener, TcpStream},
+	path::{Path, PathBuf},
+	process::{Child, Command, Stdio},
+	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+struct Node {
+	child: Child,
+	port: u16,
+}
+
+fn free_port() -> u16 {
+	TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Node {
+	fn start(args: &[&str]) -> Node {
+		let port = free_port();
+		let child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
+			.args(args)
+			.args(["--rpc-port", &port.to_string()])
+			.stdout(Stdio::null())
+			.stderr(Stdio::null())
+			.spawn()
+			.expect("the node starts");
+		let node = Node { child, port };
+		let deadline = Instant::now() + Duration::from_secs(60);
+		while TcpStream::connect(("127.0.0.1", port)).is_err() {
+			assert!(Instant::now() < deadline, "the node never opened its RPC port");
+			std::thread::sleep(Duration::from_millis(50));
+		}
+		node
+	}
+
+	fn http(&self) -> String {
+		format!("http://127.0.0.1:{}", self.port)
+	}
+
+	fn ws(&self) -> String {
+		format!("ws://127.0.0.1:{}", self.port)
+	}
+
+	/// SIGTERM, then wait for a clean exit.
+	fn stop(mut self) -> std::process::ExitStatus {
+		let status =
+			Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+		assert!(status.success());
+		let status = self.child.wait().unwrap();
+		std::mem::forget(self);
+		status
+	}
+}
+
+impl Drop for Node {
+	fn drop(&mut self) {
+		let _ = self.child.kill();
+		let _ = self.child.wait();
+	}
+}
+
+fn topic(text: &str) -> Topic {
+	Topic(sp_crypto_hashing::blake2_256(text.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+	format!("0x{}", ::hex::encode(bytes))
+}
+
+fn now() -> u64 {
+	SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn signed(suri: &str, topics: &[Topic], key: Option<[u8; 32]>, data: &[u8]) -> Statement {
+	let mut statement = Statement::new();
+	statement.set_expiry_from_parts((now() + 3600) as u32, 0);
+	for (index, topic) in topics.iter().enumerate() {
+		statement.set_topic(index, *topic);
+	}
+	if let Some(key) = key {
+		statement.set_decryption_key(key);
+	}
+	statement.set_plain_data(data.to_vec());
+	statement.sign_sr25519_private(&sr25519::Pair::from_string(suri, None).unwrap());
+	statement
+}
+
+fn topics_json(topics: &[Topic]) -> Value {
+	Value::Array(topics.iter().map(|t| Value::String(hex(&t.0))).collect())
+}
+
+fn error_code(err: jsonrpsee::core::ClientError) -> (i32, String) {
+	match err {
+		jsonrpsee::core::ClientError::Call(object) => (object.code(), object.message().to_string()),
+		other => panic!("expected a JSON-RPC error, got {other}"),
+	}
+}
+
+#[tokio::test]
+async fn every_method_answers_over_http_and_websocket() {
+	let node = Node::start(&["--dev", "--no-prometheus"]);
+	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+
+	let methods: Value = http.request("rpc_methods", rpc_params![]).await.unwrap();
+	for name in [
+		"statement_submit",
+		"statement_broadcasts",
+		"statement_posted",
+		"statement_postedClear",
+		"statement_broadcastsStatement",
+		"statement_postedStatement",
+		"statement_postedClearStatement",
+		"statement_dump",
+		"statement_remove",
+		"statement_subscribeStatement",
+		"system_health",
+		"system_name",
+		"system_version",
+	] {
+		assert!(methods["methods"].as_array().unwrap().contains(&json!(name)), "{name} missing");
+	}
+	let health: Value = http.request("system_health", rpc_params![]).await.unwrap();
+	assert_eq!(health["isSyncing"], json!(false));
+	let name: String = ws.request("system_name", rpc_params![]).await.unwrap();
+	assert_eq!(name, "statement-node");
+	let version: String = ws.request("system_version", rpc_params![]).await.unwrap();
+	assert_eq!(version, env!("CARGO_PKG_VERSION"));
+
+	let (a, b) = (topic("a"), topic("b"));
+	let broadcast = signed("//Alice", &[a, b], None, b"hello");
+	let posted = signed("//Bob", &[a], Some([7; 32]), b"for key 7");
+	let result: Value =
+		http.request("statement_submit", rpc_params![hex(&broadcast.encode())]).await.unwrap();
+	assert_eq!(result, json!({"status": "new"}));
+	let result: Value =
+		ws.request("statement_submit", rpc_params![hex(&broadcast.encode())]).await.unwrap();
+	assert_eq!(result, json!({"status": "known"}));
+	let result: Value =
+		ws.request("statement_submit", rpc_params![hex(&posted.encode())]).await.unwrap();
+	assert_eq!(result, json!({"status": "new"}));
+
+	let data: Vec<String> =
+		http.request("statement_broadcasts", rpc_params![topics_json(&[a])]).await.unwrap();
+	assert_eq!(data, vec![hex(b"hello")]);
+	let encoded: Vec<String> = ws
+		.request("statement_broadcastsStatement", rpc_params![topics_json(&[b, a])])
+		.await
+		.unwrap();
+	assert_eq!(encoded, vec![hex(&broadcast.encode())]);
+	let key = hex(&[7; 32]);
+	let data: Vec<String> = http
+		.request("statement_posted", rpc_params![topics_json(&[a]), key.clone()])
+		.await
+		.unwrap();
+	assert_eq!(data, vec![hex(b"for key 7")]);
+	let encoded: Vec<String> = http
+		.request("statement_postedStatement", rpc_params![topics_json(&[]), key.clone()])
+		.await
+		.unwrap();
+	assert_eq!(encoded, vec![hex(&posted.encode())]);
+	for method in ["statement_postedClear", "statement_postedClearStatement"] {
+		let clear: Vec<String> =
+			http.request(method, rpc_params![topics_json(&[a]), key.clone()]).await.unwrap();
+		assert!(clear.is_empty(), "{method}: this node holds no decryption keys");
+	}
+
+	let dump: Vec<String> = http.request("statement_dump", rpc_params![]).await.unwrap();
+	assert_eq!(dump.len(), 2);
+	let removed: Value =
+		ws.request("statement_remove", rpc_params![hex(&broadcast.hash())]).await.unwrap();
+	assert_eq!(removed, Value::Null);
+	let data: Vec<String> =
+		http.request("statement_broadcasts", rpc_params![topics_json(&[a])]).await.unwrap();
+	assert!(data.is_empty());
+}
+
+#[tokio::test]
+async fn unsafe_methods_are_refused_unless_allowed() {
+	let node = Node::start(&["--dev", "--no-prometheus", "--rpc-methods", "safe"]);
+	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let err = http.request::<Value, _>("statement_dump", rpc_params![]).await.unwrap_err();
+	assert_eq!(error_code(err).0, -32601);
+	let err =
+		http.request::<Value, _>("statement_remove", rpc_params![hex(&[0; 32])]).await.unwrap_err();
+	assert_eq!(error_code(err).0, -32601);
+	let data: Vec<String> =
+		http.request("statement_broadcasts", rpc_params![topics_json(&[])]).await.unwrap();
+	assert!(data.is_empty(), "safe methods still work");
+}
+
+#[tokio::test]
+async fn a_subscription_replays_stored_statements_then_streams_new_ones() {
+	let node = Node::start(&["--dev", "--no-prometheus"]);
+	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let t = topic("chat");
+	let first = signed("//Alice", &[t], None, b"first");
+	let _: Value = ws.request("statement_submit", rpc_params![hex(&first.encode())]).await.unwrap();
+	let mut subscription = ws
+		.subscribe::<Value, _>(
+			"statement_subscribeStatement",
+			rpc_params![json!({"matchAll": [hex(&t.0)]})],
+			"statement_unsubscribeStatement",
+		)
+		.await
+		.unwrap();
+	let replay = subscription.next().await.unwrap().unwrap();
+	assert_eq!(
+		replay,
+		json!({"event": "newStatements", "data": {"statements": [hex(&first.encode())], "remaining": 0}})
+	);
+	let second = signed("//Bob", &[t, topic("other")], None, b"second");
+	let unrelated = signed("//Bob", &[topic("other")], None, b"unrelated");
+	for statement in [&unrelated, &second] {
+		let _: Value =
+			ws.request("statement_submit", rpc_params![hex(&statement.encode())]).await.unwrap();
+	}
+	let live = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+		.await
+		.expect("a live notification")
+		.unwrap()
+		.unwrap();
+	assert_eq!(
+		live,
+		json!({"event": "newStatements", "data": {"statements": [hex(&second.encode())]}})
+	);
+}
+
+#[tokio::test]
+async fn statements_survive_a_restart() {
+	let dir = tempfile::tempdir().unwrap();
+	let base = dir.path().to_str().unwrap().to_string();
+	let statement = signed("//Charlie", &[topic("persist")], None, b"still here");
+	{
+		let node = Node::start(&["--dev", "--no-prometheus", "-d", &base]);
+		let http = HttpClientBuilder::default().build(node.http()).unwrap();
+		let result: Value =
+			http.request("statement_submit", rpc_params![hex(&statement.encode())]).await.unwrap();
+		assert_eq!(result, json!({"status": "new"}));
+		assert!(node.stop().success(), "the node exits cleanly on SIGTERM");
+	}
+	let node = Node::start(&["--dev", "--no-prometheus", "-d", &base]);
+	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let data: Vec<String> = http
+		.request("statement_broadcasts", rpc_params![topics_json(&[topic("persist")])])
+		.await
+		.unwrap();
+	assert_eq!(data, vec![hex(b"still here")]);
+}
+
+#[tokio::test]
+async fn bad_params_get_clear_errors_and_the_connection_stays_usable() {
+	let node = Node::start(&["--dev", "--no-prometheus"]);
+	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let (code, message) = error_code(
+		ws.request::<Value, _>("statement_submit", rpc_params!["0xzz"]).await.unwrap_err(),
+	);
+	assert_eq!(code, -32602, "{message}");
+	let (code, message) = error_code(
+		ws.request::<Value, _>("statement_submit", rpc_params!["0x08022a"]).await.unwrap_err(),
+	);
+	assert_eq!(code, -32602);
+	assert!(message.contains("does not decode"), "{message}");
+	let five: Vec<Topic> = (0..5).map(|n| topic(&n.to_string())).collect();
+	let (code, message) = error_code(
+		ws.request::<Value, _>("statement_broadcasts", rpc_params![topics_json(&five)])
+			.await
+			.unwrap_err(),
+	);
+	assert_eq!(code, -32602);
+	assert!(message.contains("at most 4"), "{message}");
+	let (_, message) = error_code(
+		ws.request::<Value, _>("statement_posted", rpc_params![topics_json(&[]), "0x0102"])
+			.await
+			.unwrap_err(),
+	);
+	assert!(message.contains("32 bytes"), "{message}");
+	let huge = signed("//Alice", &[], None, &vec![0u8; 1024 * 1024]);
+	let result: Value =
+		ws.request("statement_submit", rpc_params![hex(&huge.encode())]).await.unwrap();
+	assert_eq!(result["status"], json!("invalid"));
+	assert_eq!(result["reason"], json!("encodingTooLarge"));
+	let health: Value = ws.request("system_health", rpc_params![]).await.unwrap();
+	assert_eq!(health["peers"], json!(0), "the connection survived every bad request");
+}
+
+#[test]
+fn a_second_node_on_the_same_base_path_is_refused_with_a_clear_error() {
+	let dir = tempfile::tempdir().unwrap();
+	let base = dir.path().to_str().unwrap();
+	let _first = Node::start(&["--dev", "--no-prometheus", "-d", base]);
+	let output = Command::new(env!("CARGO_BIN_EXE_statement-node"))
+		.args(["--dev", "--no-prometheus", "-d", base, "--rpc-port", &free_port().to_string()])
+		.output()
+		.unwrap();
+	assert!(!output.status.success());
+	let stderr = String::from_utf8_lossy(&output.stderr);
+	assert!(stderr.contains("in use by another process"), "{stderr}");
+}
+
+#[test]
+fn prometheus_serves_process_and_store_metrics() {
+	let metrics_port = free_port();
+	let node = Node::start(&["--dev", "--prometheus-port", &metrics_port.to_string()]);
+	let deadline = Instant::now() + Duration::from_secs(30);
+	let body = loop {
+		if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", metrics_port)) {
+			stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+			let mut body = String::new();
+			stream.read_to_string(&mut body).unwrap();
+			break body;
+		}
+		assert!(Instant::now() < deadline, "metrics never served");
+		std::thread::sleep(Duration::from_millis(50));
+	};
+	assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+	assert!(body.contains("substrate_process_start_time_seconds"), "{body}");
+	assert!(body.contains("substrate_statement_store_statements 0"), "{body}");
+	drop(node);
+}
+
+fn vectors_path() -> PathBuf {
+	if let Some(path) = std::env::var_os("STATEMENT_VECTORS") {
+		return PathBuf::from(path);
+	}
+	Path::new(env!("CARGO_MANIFEST_DIR"))
+		.ancestors()
+		.map(|dir| dir.join("shared/conformance/statements.json"))
+		.find(|candidate| candidate.is_file())
+		.expect("shared/conformance/statements.json above the repository, or STATEMENT_VECTORS")
+}
+
+#[tokio::test]
+async fn every_valid_conformance_vector_is_accepted_unless_already_expired() {
+	let vectors: Value =
+		serde_json::from_str(&std::fs::read_to_string(vectors_path()).unwrap()).unwrap();
+	let valid: Vec<&Value> = vectors["statements"]
+		.as_array()
+		.unwrap()
+		.iter()
+		.filter(|v| v["signature"]["result"] == json!("valid"))
+		.collect();
+	assert!(!valid.is_empty());
+	// A chain spec that gives every vector signer a generous allowance.
+	let mut top = serde_json::Map::new();
+	for vector in &valid {
+		let account = vector["signature"]["account"].as_str().unwrap();
+		let mut key = b":statement_allowance:".to_vec();
+		key.extend(::hex::decode(account.trim_start_matches("0x")).unwrap());
+		top.insert(hex(&key), json!("0xffffff00ffffff00"));
+	}
+	let spec = json!({"name": "Vectors", "id": "vectors", "bootNodes": [], "genesis": {"raw": {"top": top}}});
+	let dir = tempfile::tempdir().unwrap();
+	let spec_path = dir.path().join("spec.json");
+	std::fs::write(&spec_path, spec.to_string()).unwrap();
+	let node = Node::start(&["--tmp", "--no-prometheus", "--chain", spec_path.to_str().unwrap()]);
+	let http = HttpClientBuilder::default().max_request_size(16 << 20).build(node.http()).unwrap();
+	let (mut accepted, mut expired) = (0, 0);
+	for vector in valid {
+		let expiry: u64 = vector["expiry"].as_str().unwrap().parse().unwrap();
+		let result: Value =
+			http.request("statement_submit", rpc_params![vector["encoded"].clone()]).await.unwrap();
+		if expiry >> 32 >= now() {
+			assert_eq!(result, json!({"status": "new"}), "{}", vector["hash"]);
+			accepted += 1;
+		} else {
+			assert_eq!(result, json!({"status": "invalid", "reason": "alreadyExpired"}));
+			expired += 1;
+		}
+	}
+	println!("{accepted} vectors accepted, {expired} already expired");
+	let dump: Vec<String> = http.request("statement_dump", rpc_params![]).await.unwrap();
+	assert_eq!(dump.len(), accepted);
+}
