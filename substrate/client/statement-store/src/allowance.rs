@@ -1,11 +1,10 @@
-//! Where per-account allowances come from: chain state, or a fixed map (genesis, tests).
+//! Where per-account allowances come from: a fixed map (genesis, tests) here, chain state in
+//! `chain_allowance`.
 
 use crate::{Error, Result};
 use codec::Decode;
-use sc_client_api::{backend::StateBackend, Backend, HeaderBackend, TrieCacheContext};
-use sp_runtime::traits::Block as BlockT;
-use statement_primitives::{statement_allowance_key, AccountId, StatementAllowance};
-use std::{collections::HashMap, marker::PhantomData, sync::Arc};
+use statement_primitives::{AccountId, StatementAllowance};
+use std::collections::HashMap;
 
 /// Tells the store what each account may keep. A missing allowance is no allowance.
 pub trait AllowanceProvider: Send + Sync {
@@ -59,48 +58,7 @@ impl AllowanceProvider for MapAllowances {
 	}
 }
 
-fn decode_allowance(mut value: &[u8]) -> Result<StatementAllowance> {
+pub(crate) fn decode_allowance(mut value: &[u8]) -> Result<StatementAllowance> {
 	StatementAllowance::decode(&mut value)
 		.map_err(|err| Error::Allowance(format!("malformed allowance value: {err}")))
-}
-
-/// Which block's state allowances are read at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AllowanceAt {
-	/// The best block: follows the chain head.
-	Best,
-	/// The last finalized block: never sees a reverted change.
-	Finalized,
-}
-
-/// Allowances read from chain state through a client backend, at the best or finalized block.
-pub struct ChainAllowances<Block, B> {
-	backend: Arc<B>,
-	at: AllowanceAt,
-	_block: PhantomData<fn() -> Block>,
-}
-
-impl<Block: BlockT, B: Backend<Block>> ChainAllowances<Block, B> {
-	/// Read allowances from `backend`'s state at `at`.
-	pub fn new(backend: Arc<B>, at: AllowanceAt) -> Self {
-		ChainAllowances { backend, at, _block: PhantomData }
-	}
-}
-
-impl<Block: BlockT, B: Backend<Block>> AllowanceProvider for ChainAllowances<Block, B> {
-	fn allowance(&self, account: &AccountId) -> Result<Option<StatementAllowance>> {
-		let info = self.backend.blockchain().info();
-		let hash = match self.at {
-			AllowanceAt::Best => info.best_hash,
-			AllowanceAt::Finalized => info.finalized_hash,
-		};
-		let state = self
-			.backend
-			.state_at(hash, TrieCacheContext::Untrusted)
-			.map_err(|err| Error::Allowance(format!("state at {hash:?}: {err}")))?;
-		let value = state
-			.storage(&statement_allowance_key(account))
-			.map_err(|err| Error::Allowance(format!("reading allowance: {err}")))?;
-		value.map(|value| decode_allowance(&value)).transpose()
-	}
 }

@@ -36,6 +36,8 @@
 mod allowance;
 mod batch;
 mod cache;
+#[cfg(feature = "chain")]
+mod chain_allowance;
 mod config;
 mod error;
 mod maintenance;
@@ -48,7 +50,9 @@ mod submit;
 mod subscription;
 mod wal;
 
-pub use allowance::{AllowanceAt, AllowanceProvider, ChainAllowances, MapAllowances};
+pub use allowance::{AllowanceProvider, MapAllowances};
+#[cfg(feature = "chain")]
+pub use chain_allowance::{AllowanceAt, ChainAllowances};
 pub use config::{
 	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_CACHE_BYTES, DEFAULT_MAX_TOTAL_SIZE,
 	DEFAULT_MAX_TOTAL_STATEMENTS,
