@@ -19,7 +19,13 @@ pub fn run(cmd: RunCmd) -> Result<(), String> {
 		.thread_name("statement-node")
 		.build()
 		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
-	runtime.block_on(run_async(cmd))
+	let result = runtime.block_on(run_async(cmd));
+	// The store closes when its last handle goes, and tasks on the runtime hold handles.
+	drop(runtime);
+	if result.is_ok() {
+		log::info!("Statement store closed");
+	}
+	result
 }
 
 fn default_base_path() -> PathBuf {
@@ -119,7 +125,6 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 		task.abort();
 	}
 	drop(store);
-	log::info!("Statement store closed");
 	Ok(())
 }
 

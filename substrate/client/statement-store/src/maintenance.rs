@@ -32,6 +32,22 @@ pub struct MaintenanceReport {
 	pub incomplete: bool,
 }
 
+/// Run `slice` until it does less than a full slice of work or `deadline` passes. Returns the
+/// work done and whether it ran out of work (rather than time).
+fn drain(deadline: Instant, mut slice: impl FnMut() -> Result<usize>) -> Result<(usize, bool)> {
+	let mut total = 0;
+	loop {
+		let done = slice()?;
+		total += done;
+		if done < SLICE {
+			return Ok((total, true));
+		}
+		if Instant::now() >= deadline {
+			return Ok((total, false));
+		}
+	}
+}
+
 impl Store {
 	/// Run maintenance for at most the configured budget.
 	pub fn maintain(&self) -> Result<MaintenanceReport> {
@@ -40,48 +56,42 @@ impl Store {
 
 	/// Run maintenance for at most `budget` (at least one slice of each kind runs).
 	pub fn maintain_for(&self, budget: Duration) -> Result<MaintenanceReport> {
-		let deadline = Instant::now() + budget;
 		let mut report = MaintenanceReport::default();
-		loop {
-			let expired = self.expire_slice()?;
-			report.expired += expired;
-			if expired < SLICE {
-				break;
-			}
-			if Instant::now() >= deadline {
-				report.incomplete = true;
-				return Ok(report);
-			}
+		let outcome = self.maintain_until(Instant::now() + budget, &mut report);
+		// Counted even when a later slice failed: earlier slices were committed.
+		self.inner.metrics.add_expired(report.expired as u64);
+		self.inner.metrics.add_evicted(report.evicted as u64);
+		if report.expired + report.evicted + report.bans_purged > 0 {
+			log::debug!(target: "statement-store", "maintenance: {report:?}");
 		}
-		loop {
-			let purged = self.purge_bans_slice()?;
-			report.bans_purged += purged;
-			if purged < SLICE {
-				break;
-			}
-			if Instant::now() >= deadline {
-				report.incomplete = true;
-				return Ok(report);
-			}
+		outcome.map(|()| report)
+	}
+
+	fn maintain_until(&self, deadline: Instant, report: &mut MaintenanceReport) -> Result<()> {
+		let (expired, done) = drain(deadline, || self.expire_slice())?;
+		report.expired = expired;
+		if !done {
+			report.incomplete = true;
+			return Ok(());
+		}
+		let (purged, done) = drain(deadline, || self.purge_bans_slice())?;
+		report.bans_purged = purged;
+		if !done {
+			report.incomplete = true;
+			return Ok(());
 		}
 		loop {
 			let (checked, evicted, finished) = self.allowance_slice()?;
 			report.accounts_checked += checked;
 			report.evicted += evicted;
 			if finished {
-				break;
+				return Ok(());
 			}
 			if Instant::now() >= deadline {
 				report.incomplete = true;
-				break;
+				return Ok(());
 			}
 		}
-		self.inner.metrics.add_expired(report.expired as u64);
-		self.inner.metrics.add_evicted(report.evicted as u64);
-		if report.expired + report.evicted + report.bans_purged > 0 {
-			log::debug!(target: "statement-store", "maintenance: {report:?}");
-		}
-		Ok(report)
 	}
 
 	/// Remove up to one slice of statements whose expiry second has passed.
