@@ -35,6 +35,8 @@ fn default_base_path() -> PathBuf {
 
 async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	let started = SystemTime::now();
+	// Installed before anything else, so a signal during startup is not the default "die".
+	let shutdown = Shutdown::install()?;
 	let chain = cmd.chain.clone().unwrap_or_else(|| if cmd.dev { "dev" } else { "local" }.into());
 	let spec = ChainSpec::load(&chain).map_err(|err| err.to_string())?;
 	let allowances = spec.allowances()?;
@@ -116,7 +118,7 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 		Some(tokio::spawn(prometheus::serve(listener, store.clone(), started)))
 	};
 
-	wait_for_shutdown().await;
+	shutdown.wait().await;
 	log::info!("Shutting down");
 	let _ = server.stop();
 	server.stopped().await;
@@ -128,19 +130,38 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	Ok(())
 }
 
-async fn wait_for_shutdown() {
+/// SIGINT and SIGTERM, caught from the moment the node starts.
+struct Shutdown {
 	#[cfg(unix)]
-	{
-		use tokio::signal::unix::{signal, SignalKind};
-		let Ok(mut terminate) = signal(SignalKind::terminate()) else {
-			let _ = tokio::signal::ctrl_c().await;
-			return;
-		};
-		tokio::select! {
-			_ = tokio::signal::ctrl_c() => {},
-			_ = terminate.recv() => {},
+	interrupt: tokio::signal::unix::Signal,
+	#[cfg(unix)]
+	terminate: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+	fn install() -> Result<Self, String> {
+		#[cfg(unix)]
+		{
+			use tokio::signal::unix::{signal, SignalKind};
+			let catch = |kind: SignalKind| {
+				signal(kind).map_err(|err| format!("cannot install a signal handler: {err}"))
+			};
+			Ok(Shutdown {
+				interrupt: catch(SignalKind::interrupt())?,
+				terminate: catch(SignalKind::terminate())?,
+			})
 		}
+		#[cfg(not(unix))]
+		Ok(Shutdown {})
 	}
-	#[cfg(not(unix))]
-	let _ = tokio::signal::ctrl_c().await;
+
+	async fn wait(mut self) {
+		#[cfg(unix)]
+		tokio::select! {
+			_ = self.interrupt.recv() => {},
+			_ = self.terminate.recv() => {},
+		}
+		#[cfg(not(unix))]
+		let _ = tokio::signal::ctrl_c().await;
+	}
 }

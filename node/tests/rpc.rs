@@ -10,39 +10,70 @@ use serde_json::{json, Value};
 use sp_core::{sr25519, Pair};
 use statement_primitives::{Statement, Topic};
 use std::{
-	io::{Read, Write},
-	net::{TcpListener, TcpStream},
+	io::{BufRead, BufReader, Read, Write},
+	net::TcpStream,
 	path::{Path, PathBuf},
 	process::{Child, Command, Stdio},
+	sync::mpsc::{channel, Receiver, RecvTimeoutError},
 	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 struct Node {
 	child: Child,
 	port: u16,
+	logs: Receiver<String>,
 }
 
-fn free_port() -> u16 {
-	TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// Wait for a log line containing `marker` and return what follows it.
+fn wait_for_log(logs: &Receiver<String>, marker: &str, child: &mut Child) -> String {
+	let deadline = Instant::now() + Duration::from_secs(60);
+	let mut seen = Vec::new();
+	while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+		match logs.recv_timeout(left.min(Duration::from_millis(200))) {
+			Ok(line) => {
+				if let Some(rest) = line.split(marker).nth(1) {
+					return rest.to_string();
+				}
+				seen.push(line);
+			}
+			Err(RecvTimeoutError::Timeout) => {
+				if let Ok(Some(status)) = child.try_wait() {
+					panic!("the node exited ({status}) before logging {marker:?}: {seen:#?}");
+				}
+			}
+			Err(RecvTimeoutError::Disconnected) => break,
+		}
+	}
+	panic!("the node never logged {marker:?}: {seen:#?}");
+}
+
+/// Port number at the start of `host:port...`.
+fn port_of(text: &str) -> u16 {
+	let after_colon = text.rsplit_once(':').map_or(text, |(_, rest)| rest);
+	after_colon.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
 }
 
 impl Node {
+	/// Start the node on an RPC port the OS picks, and learn the port from its log.
 	fn start(args: &[&str]) -> Node {
-		let port = free_port();
-		let child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
+		let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
 			.args(args)
-			.args(["--rpc-port", &port.to_string()])
+			.args(["--rpc-port", "0"])
 			.stdout(Stdio::null())
-			.stderr(Stdio::null())
+			.stderr(Stdio::piped())
 			.spawn()
 			.expect("the node starts");
-		let node = Node { child, port };
-		let deadline = Instant::now() + Duration::from_secs(60);
-		while TcpStream::connect(("127.0.0.1", port)).is_err() {
-			assert!(Instant::now() < deadline, "the node never opened its RPC port");
-			std::thread::sleep(Duration::from_millis(50));
-		}
-		node
+		let stderr = child.stderr.take().unwrap();
+		let (sender, logs) = channel();
+		// Keeps draining the log, so the node never blocks on a full pipe.
+		std::thread::spawn(move || {
+			for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+				let _ = sender.send(line);
+			}
+		});
+		let rest = wait_for_log(&logs, "Running JSON-RPC server: addr=", &mut child);
+		let addr = rest.split(',').next().unwrap_or_default();
+		Node { child, port: port_of(addr), logs }
 	}
 
 	fn http(&self) -> String {
@@ -301,34 +332,41 @@ fn a_second_node_on_the_same_base_path_is_refused_with_a_clear_error() {
 	let dir = tempfile::tempdir().unwrap();
 	let base = dir.path().to_str().unwrap();
 	let _first = Node::start(&["--dev", "--no-prometheus", "-d", base]);
-	let output = Command::new(env!("CARGO_BIN_EXE_statement-node"))
-		.args(["--dev", "--no-prometheus", "-d", base, "--rpc-port", &free_port().to_string()])
-		.output()
+	let mut second = Command::new(env!("CARGO_BIN_EXE_statement-node"))
+		.args(["--dev", "--no-prometheus", "-d", base, "--rpc-port", "0"])
+		.stdout(Stdio::null())
+		.stderr(Stdio::piped())
+		.spawn()
 		.unwrap();
-	assert!(!output.status.success());
-	let stderr = String::from_utf8_lossy(&output.stderr);
+	let deadline = Instant::now() + Duration::from_secs(60);
+	let status = loop {
+		if let Some(status) = second.try_wait().unwrap() {
+			break status;
+		}
+		if Instant::now() > deadline {
+			let _ = second.kill();
+			panic!("the second node kept running on a base path in use");
+		}
+		std::thread::sleep(Duration::from_millis(50));
+	};
+	assert!(!status.success());
+	let mut stderr = String::new();
+	second.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
 	assert!(stderr.contains("in use by another process"), "{stderr}");
 }
 
 #[test]
 fn prometheus_serves_process_and_store_metrics() {
-	let metrics_port = free_port();
-	let node = Node::start(&["--dev", "--prometheus-port", &metrics_port.to_string()]);
-	let deadline = Instant::now() + Duration::from_secs(30);
-	let body = loop {
-		if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", metrics_port)) {
-			stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
-			let mut body = String::new();
-			stream.read_to_string(&mut body).unwrap();
-			break body;
-		}
-		assert!(Instant::now() < deadline, "metrics never served");
-		std::thread::sleep(Duration::from_millis(50));
-	};
+	let mut node = Node::start(&["--dev", "--prometheus-port", "0"]);
+	let rest = wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
+	let metrics_port = port_of(rest.split('/').next().unwrap_or_default());
+	let mut stream = TcpStream::connect(("127.0.0.1", metrics_port)).unwrap();
+	stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+	let mut body = String::new();
+	stream.read_to_string(&mut body).unwrap();
 	assert!(body.starts_with("HTTP/1.1 200"), "{body}");
 	assert!(body.contains("substrate_process_start_time_seconds"), "{body}");
 	assert!(body.contains("substrate_statement_store_statements 0"), "{body}");
-	drop(node);
 }
 
 fn vectors_path() -> PathBuf {
@@ -383,4 +421,54 @@ async fn every_valid_conformance_vector_is_accepted_unless_already_expired() {
 	println!("{accepted} vectors accepted, {expired} already expired");
 	let dump: Vec<String> = http.request("statement_dump", rpc_params![]).await.unwrap();
 	assert_eq!(dump.len(), accepted);
+}
+
+/// Raw HTTP exchange, for what the JSON-RPC clients do not show (CORS headers).
+fn http_exchange(port: u16, request: &str) -> String {
+	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+	stream.write_all(request.as_bytes()).unwrap();
+	let mut response = Vec::new();
+	let mut buf = [0u8; 4096];
+	while let Ok(read) = stream.read(&mut buf) {
+		if read == 0 {
+			break;
+		}
+		response.extend_from_slice(&buf[..read]);
+		if response.windows(4).any(|w| w == b"\r\n\r\n") {
+			break;
+		}
+	}
+	String::from_utf8_lossy(&response).to_lowercase()
+}
+
+#[test]
+fn rpc_cors_allows_the_listed_origin_only() {
+	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-cors", "http://app.example"]);
+	let preflight = |origin: &str| {
+		http_exchange(
+			node.port,
+			&format!(
+				"OPTIONS / HTTP/1.1\r\nHost: localhost\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n"
+			),
+		)
+	};
+	assert!(
+		preflight("http://app.example").contains("access-control-allow-origin: http://app.example")
+	);
+	assert!(!preflight("http://evil.example").contains("access-control-allow-origin"));
+}
+
+#[tokio::test]
+async fn rpc_max_connections_refuses_connections_past_the_limit() {
+	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", "1"]);
+	let first = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let _: Value = first.request("system_health", rpc_params![]).await.unwrap();
+	let second = WsClientBuilder::default().build(node.ws()).await;
+	let refused = match second {
+		Err(_) => true,
+		Ok(client) => client.request::<Value, _>("system_health", rpc_params![]).await.is_err(),
+	};
+	assert!(refused, "a second connection was served past --rpc-max-connections 1");
+	let _: Value = first.request("system_health", rpc_params![]).await.unwrap();
 }
