@@ -19,8 +19,11 @@
 //! key, account, channel and expiry indexes are written in **one** parity-db commit together
 //! with the updated counters, so a crash at any point leaves all of them or none.
 //!
-//! Opening reads only the journal (ids and hashes) to fill the in-memory membership set that
-//! answers `has_statement`; bodies are not decoded and posting lists load on first use.
+//! The in-memory membership set that answers `has_statement` (6 bytes a statement) is written
+//! to [`SNAPSHOT_FILE`] when the store closes. Opening reads that snapshot if it matches the
+//! database's counters and newest journal entry and passes a sampled check against the
+//! journal; otherwise (after a crash) it reads the journal's ids and hashes instead. Either
+//! way no body is decoded, and posting lists load on first use.
 //!
 //! Queries hold a shared view lock for their whole run; a writer plans under its own lock
 //! without blocking readers, and takes the view lock exclusively only to publish its commit
@@ -61,5 +64,5 @@ pub use error::{Error, Result};
 pub use maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};
 pub use metrics::MetricsSnapshot;
 pub use schema::Id;
-pub use store::Store;
+pub use store::{Store, SNAPSHOT_FILE};
 pub use subscription::Subscription;

@@ -2,7 +2,7 @@
 
 use crate::{
 	cache::PostingCache,
-	membership::Membership,
+	membership::{Membership, SnapshotTag},
 	metrics::{Metrics, MetricsSnapshot},
 	posting::{decode_segment, intersect, PostingList},
 	schema::{self, Counters, Id, PostingKey, Record},
@@ -51,6 +51,36 @@ pub(crate) struct Inner {
 	pub body_decodes: AtomicU64,
 	/// Where the next allowance re-check slice starts.
 	pub allowance_cursor: Mutex<Option<AccountId>>,
+	/// Whether opening read the membership set from its snapshot instead of the journal.
+	pub reopened_from_snapshot: bool,
+}
+
+/// The membership snapshot, written when the store closes, next to parity-db's files.
+pub const SNAPSHOT_FILE: &str = "membership.snapshot";
+
+impl Drop for Inner {
+	fn drop(&mut self) {
+		let counters = *self.writer.lock();
+		let shown = self.config.path.display().to_string();
+		let path = self.config.path.join(SNAPSHOT_FILE);
+		let started = std::time::Instant::now();
+		let saved = snapshot_tag(&self.db, &counters, &shown)
+			.map_err(|err| err.to_string())
+			.and_then(|tag| self.membership.save(&path, &tag).map_err(|err| err.to_string()));
+		match saved {
+			Ok(()) => log::debug!(
+				target: "statement-store",
+				"wrote {} in {:?}",
+				path.display(),
+				started.elapsed()
+			),
+			Err(err) => log::warn!(
+				target: "statement-store",
+				"cannot write {}: {err}; the next open reads the journal instead",
+				path.display()
+			),
+		}
+	}
 }
 
 impl Store {
@@ -68,22 +98,52 @@ impl Store {
 		let db =
 			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
 		let counters = read_schema(&db, &shown, config.sync_wal)?;
-		let membership = Membership::default();
-		let journal = load_journal(&db, &membership, counters.count, &shown)?;
-		if journal.count != counters.count || journal.next_id > counters.next_id {
-			return Err(Error::Corrupt {
-				path: shown,
-				detail: format!(
-					"counters say {} statements and next id {}, the journal holds {} up to id {}",
-					counters.count, counters.next_id, journal.count, journal.next_id
-				),
-			});
-		}
+		let tag = snapshot_tag(&db, &counters, &shown)?;
+		let snapshot = path.join(SNAPSHOT_FILE);
+		let loaded = match Membership::load(&snapshot, &tag) {
+			Ok(loaded) => loaded,
+			Err(err) => {
+				log::warn!(target: "statement-store", "cannot read {}: {err}", snapshot.display());
+				None
+			}
+		};
+		let from_snapshot = match loaded {
+			Some(set) => check_samples(&db, &set, &counters, &shown)?.then_some(set),
+			None => None,
+		};
+		let reopened_from_snapshot = from_snapshot.is_some();
+		let membership = match from_snapshot {
+			Some(set) => set,
+			None => {
+				if counters.count > 0 {
+					log::info!(
+						target: "statement-store",
+						"{shown}: no usable membership snapshot (the last run did not close \
+						 cleanly?), reading the journal of {} statements",
+						counters.count
+					);
+				}
+				let set = Membership::default();
+				let journal = load_journal(&db, &set, counters.count, &shown)?;
+				if journal.count != counters.count || journal.next_id > counters.next_id {
+					return Err(Error::Corrupt {
+						path: shown,
+						detail: format!(
+							"counters say {} statements and next id {}, the journal holds {} up \
+							 to id {}",
+							counters.count, counters.next_id, journal.count, journal.next_id
+						),
+					});
+				}
+				set
+			}
+		};
 		log::info!(
 			target: "statement-store",
-			"opened {shown}: {} statements, {} bytes",
+			"opened {shown}: {} statements, {} bytes{}",
 			counters.count,
-			counters.total_size
+			counters.total_size,
+			if reopened_from_snapshot { " (membership from snapshot)" } else { "" }
 		);
 		let writer = Arc::new(Mutex::new(counters));
 		let log_applier = LogApplier::start(db.clone(), writer.clone(), LOG_APPLY_PERIOD)
@@ -101,6 +161,7 @@ impl Store {
 			metrics: Metrics::default(),
 			body_decodes: AtomicU64::new(0),
 			allowance_cursor: Mutex::new(None),
+			reopened_from_snapshot,
 		};
 		inner.metrics.set_totals(counters.count, counters.total_size);
 		Ok(Store { inner: Arc::new(inner) })
@@ -130,6 +191,17 @@ impl Store {
 	/// Statement bodies decoded since open (opening itself decodes none).
 	pub fn body_decodes(&self) -> u64 {
 		self.inner.body_decodes.load(Ordering::Relaxed)
+	}
+
+	/// Whether opening took the membership set from the snapshot written at the last clean
+	/// close, rather than reading the admission journal.
+	pub fn reopened_from_snapshot(&self) -> bool {
+		self.inner.reopened_from_snapshot
+	}
+
+	/// Heap bytes of the in-memory membership set (the index that is always resident).
+	pub fn membership_bytes(&self) -> usize {
+		self.inner.membership.heap_bytes()
 	}
 
 	/// Drop every cached posting list (the next queries read from disk).
@@ -375,6 +447,76 @@ struct JournalSummary {
 /// swapped body table, few enough that opening stays instant.
 const OPEN_SAMPLES: u64 = 64;
 
+/// What a membership snapshot must carry to be used with this database: the counters and
+/// the newest journal entry, whose id must be below the next id.
+fn snapshot_tag(db: &parity_db::Db, counters: &Counters, path: &str) -> Result<SnapshotTag> {
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	iter.seek_to_last()?;
+	let mut last_hash = [0u8; 32];
+	if let Some((key, value)) = iter.prev()? {
+		let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
+			return Err(bad(schema::COL_JOURNAL, "journal entry"));
+		};
+		if id >= counters.next_id {
+			return Err(Error::Corrupt {
+				path: path.into(),
+				detail: format!(
+					"the journal holds id {id} but the counters give out {} next",
+					counters.next_id
+				),
+			});
+		}
+		last_hash = hash;
+	}
+	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash })
+}
+
+/// Check a loaded snapshot against the database: journal entries spread over the id range
+/// must be in the set and their bodies must match their hashes. `Ok(false)` if the snapshot
+/// disagrees with the journal (the caller reads the journal instead); an error if a body is
+/// damaged.
+fn check_samples(
+	db: &parity_db::Db,
+	set: &Membership,
+	counters: &Counters,
+	path: &str,
+) -> Result<bool> {
+	if counters.count == 0 {
+		return Ok(true);
+	}
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	let step = (counters.next_id / OPEN_SAMPLES).max(1);
+	let mut from = 1;
+	while from < counters.next_id {
+		iter.seek(&schema::id_key(from))?;
+		let Some((key, value)) = iter.next()? else { break };
+		let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
+			return Err(bad(schema::COL_JOURNAL, "journal entry"));
+		};
+		check_body(db, id, &hash, path)?;
+		if !set.contains(&hash) {
+			log::warn!(
+				target: "statement-store",
+				"{path}: the membership snapshot lacks statement {id}; reading the journal"
+			);
+			return Ok(false);
+		}
+		from = id.max(from) + step;
+	}
+	Ok(true)
+}
+
+fn check_body(db: &parity_db::Db, id: Id, hash: &Hash, path: &str) -> Result<()> {
+	let body = db.get(schema::COL_BODY, &schema::body_key(id))?;
+	if body.as_deref().map(statement_primitives::hash_encoded) != Some(*hash) {
+		return Err(Error::Corrupt {
+			path: path.into(),
+			detail: format!("the body of statement {id} is missing or does not match its hash"),
+		});
+	}
+	Ok(())
+}
+
 /// Walk the admission journal (ids and hashes only) to fill the membership set, checking an
 /// evenly spread sample of bodies against their hashes (hashed, not decoded).
 fn load_journal(
@@ -392,19 +534,18 @@ fn load_journal(
 			return Err(bad(schema::COL_JOURNAL, "journal entry"));
 		};
 		if summary.count % stride == 0 {
-			let body = db.get(schema::COL_BODY, &schema::body_key(id))?;
-			if body.as_deref().map(statement_primitives::hash_encoded) != Some(hash) {
-				return Err(Error::Corrupt {
-					path: path.into(),
-					detail: format!(
-						"the body of statement {id} is missing or does not match its hash"
-					),
-				});
-			}
+			check_body(db, id, &hash, path)?;
 		}
 		membership.insert(&hash);
 		summary.count += 1;
 		summary.next_id = id + 1;
+		if summary.count % 1_000_000 == 0 {
+			log::info!(
+				target: "statement-store",
+				"{path}: read {} of {expected} journal entries",
+				summary.count
+			);
+		}
 	}
 	Ok(summary)
 }
