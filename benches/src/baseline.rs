@@ -11,9 +11,16 @@ use std::{
 	path::Path,
 };
 
+struct Entry {
+	account: AccountId,
+	key: Option<DecryptionKey>,
+	topics: Vec<Topic>,
+	expiry: u64,
+}
+
 #[derive(Default)]
 struct Index {
-	entries: HashMap<Hash, (AccountId, Option<DecryptionKey>, Vec<Topic>)>,
+	entries: HashMap<Hash, Entry>,
 	by_topic: HashMap<Topic, HashSet<Hash>>,
 	by_key: HashMap<Option<DecryptionKey>, HashSet<Hash>>,
 	by_account: HashMap<AccountId, HashSet<Hash>>,
@@ -43,6 +50,35 @@ impl RamIndexStore {
 			true
 		})?;
 		Ok(RamIndexStore { db, index: RwLock::new(index) })
+	}
+
+	/// Store a statement whose proof the caller has already checked (building large fixtures
+	/// without verifying every signature twice).
+	pub fn insert_verified(&self, statement: Statement) -> Result<(), parity_db::Error> {
+		let Some(account) = statement.account_id() else { return Ok(()) };
+		let encoding = statement.encode();
+		let hash = statement_primitives::hash_encoded(&encoding);
+		let mut index = self.index.write();
+		self.db.commit([(0, hash.to_vec(), Some(encoding))])?;
+		index.insert(hash, account, &statement);
+		Ok(())
+	}
+
+	/// Remove every statement whose expiry time is before `now`, found by scanning the index
+	/// (the RAM index has no expiry order). Returns how many were removed.
+	pub fn expire(&self, now: u64) -> Result<usize, parity_db::Error> {
+		let mut index = self.index.write();
+		let expired: Vec<Hash> = index
+			.entries
+			.iter()
+			.filter(|(_, entry)| entry.expiry < now)
+			.map(|(hash, _)| *hash)
+			.collect();
+		for hash in &expired {
+			index.remove(hash);
+		}
+		self.db.commit(expired.iter().map(|hash| (0, hash.to_vec(), None)))?;
+		Ok(expired.len())
 	}
 
 	fn collect(
@@ -86,11 +122,21 @@ impl Index {
 		}
 		self.by_key.entry(key).or_default().insert(hash);
 		self.by_account.entry(account).or_default().insert(hash);
-		self.entries.insert(hash, (account, key, statement.topics().to_vec()));
+		self.entries.insert(
+			hash,
+			Entry {
+				account,
+				key,
+				topics: statement.topics().to_vec(),
+				expiry: u64::from(statement.expiration_timestamp_secs()),
+			},
+		);
 	}
 
 	fn remove(&mut self, hash: &Hash) -> bool {
-		let Some((account, key, topics)) = self.entries.remove(hash) else { return false };
+		let Some(Entry { account, key, topics, .. }) = self.entries.remove(hash) else {
+			return false;
+		};
 		for topic in &topics {
 			if let Some(set) = self.by_topic.get_mut(topic) {
 				set.remove(hash);

@@ -2,9 +2,15 @@
 //! statements over 64 accounts, topics (i % 10, 1000 + i % 100), 256-byte data.
 
 use sp_core::{ed25519, Pair};
-use statement_primitives::{Statement, StatementAllowance, Topic};
-use statement_store::{Config, MapAllowances};
-use std::{path::Path, sync::Arc};
+use statement_primitives::{DecryptionKey, Statement, StatementAllowance, Topic};
+use statement_store::{Clock, Config, MapAllowances};
+use std::{
+	path::Path,
+	sync::{
+		atomic::{AtomicU64, Ordering},
+		Arc,
+	},
+};
 
 /// Accounts signing the data set.
 pub const ACCOUNTS: u32 = 64;
@@ -25,10 +31,26 @@ pub fn topic(n: u32) -> Topic {
 	Topic(bytes)
 }
 
-/// Statement `i` of the data set, signed by account `i % 64` with key `keys[i % 64]`.
-pub fn statement(i: u32, keys: &[ed25519::Pair]) -> Statement {
+/// The benchmark clock's starting time (unix seconds, 2026-11-01).
+pub const NOW: u64 = 1_793_491_200;
+
+/// Destination keys that [`posted_statement`]s are addressed to.
+pub const DESTINATIONS: u32 = 4;
+
+/// Destination key `n`.
+pub fn destination(n: u32) -> DecryptionKey {
+	let mut bytes = [0u8; 32];
+	bytes[..4].copy_from_slice(&n.to_le_bytes());
+	bytes[31] = 0xd5;
+	bytes
+}
+
+fn build(i: u32, expiry: u32, dest: Option<DecryptionKey>, keys: &[ed25519::Pair]) -> Statement {
 	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(u32::MAX - 1, i);
+	statement.set_expiry_from_parts(expiry, i);
+	if let Some(dest) = dest {
+		statement.set_decryption_key(dest);
+	}
 	statement.set_topic(0, topic(i % 10));
 	statement.set_topic(1, topic(1000 + i % 100));
 	let mut data = vec![0u8; 256];
@@ -36,6 +58,21 @@ pub fn statement(i: u32, keys: &[ed25519::Pair]) -> Statement {
 	statement.set_plain_data(data);
 	statement.sign_ed25519_private(&keys[(i % ACCOUNTS) as usize]);
 	statement
+}
+
+/// Statement `i` of the data set, signed by account `i % 64` with key `keys[i % 64]`.
+pub fn statement(i: u32, keys: &[ed25519::Pair]) -> Statement {
+	build(i, u32::MAX - 1, None, keys)
+}
+
+/// Statement `i`, expiring at `expiry` (unix seconds).
+pub fn statement_expiring(i: u32, expiry: u32, keys: &[ed25519::Pair]) -> Statement {
+	build(i, expiry, None, keys)
+}
+
+/// Statement `i`, posted to [`destination`] `i % DESTINATIONS`.
+pub fn posted_statement(i: u32, keys: &[ed25519::Pair]) -> Statement {
+	build(i, u32::MAX - 1, Some(destination(i % DESTINATIONS)), keys)
 }
 
 /// The 64 keys.
@@ -52,5 +89,13 @@ pub fn unlimited() -> Arc<MapAllowances> {
 pub fn config(path: &Path) -> Config {
 	let mut config = Config::new(path);
 	config.sync_wal = false;
+	config
+}
+
+/// [`config`] with a clock the benchmark moves.
+pub fn config_with_clock(path: &Path, now: &Arc<AtomicU64>) -> Config {
+	let mut config = config(path);
+	let now = now.clone();
+	config.clock = Clock::from_fn(move || now.load(Ordering::Relaxed));
 	config
 }

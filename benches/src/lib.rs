@@ -6,3 +6,4 @@
 
 pub mod baseline;
 pub mod fixture;
+pub mod workload;

@@ -6,9 +6,14 @@
 //! `--quick` measures 1k and 10k statements; the full run adds 50k.
 
 use statement_primitives::{Hash, Statement, StatementSource, StatementStore};
-use statement_store::Store;
-use statement_store_benches::{baseline::RamIndexStore, fixture};
-use std::time::{Duration, Instant};
+use statement_store_benches::{
+	fixture,
+	workload::{self, Pair, Shared},
+};
+use std::{
+	sync::atomic::Ordering,
+	time::{Duration, Instant},
+};
 
 /// Median time of one operation over `rounds` batches of `per_round` calls.
 fn measure(rounds: usize, per_round: usize, mut op: impl FnMut(usize)) -> Duration {
@@ -31,109 +36,174 @@ struct Row {
 	baseline: Duration,
 }
 
-fn concurrent(store: &(dyn StatementStore + Sync), queries: usize) -> Duration {
-	let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-	let topics = [fixture::topic(3), fixture::topic(1003)];
-	let start = Instant::now();
-	std::thread::scope(|scope| {
-		for _ in 0..threads {
-			scope.spawn(|| {
-				for _ in 0..queries / threads {
-					let found = store.broadcasts(&topics).expect("query");
-					std::hint::black_box(found);
-				}
-			});
-		}
-	});
-	start.elapsed()
-}
-
 fn run_size(n: u32, statements: &[Statement], rows: &mut Vec<Row>) {
-	let ours_dir = tempfile::tempdir().expect("temp dir");
-	let base_dir = tempfile::tempdir().expect("temp dir");
-	let ours = Store::open(fixture::config(ours_dir.path()), fixture::unlimited()).expect("open");
-	let baseline = RamIndexStore::open(base_dir.path()).expect("open baseline");
+	let pair = Pair::empty();
 	let label = |what: &str| format!("{what} ({}k)", n / 1000);
 
 	let submit_ours = measure(1, n as usize, |i| {
-		ours.submit(statements[i].clone(), StatementSource::Local);
+		pair.ours.submit(statements[i].clone(), StatementSource::Local);
 	});
 	let submit_base = measure(1, n as usize, |i| {
-		baseline.submit(statements[i].clone(), StatementSource::Local);
+		pair.baseline.submit(statements[i].clone(), StatementSource::Local);
 	});
 	rows.push(Row { figure: label("submit"), ours: submit_ours, baseline: submit_base });
 	// Let both databases finish applying their logs in the background before timing reads.
 	std::thread::sleep(Duration::from_secs(2));
+	let (ours, baseline): (&Shared, &Shared) = (&pair.ours, &pair.baseline);
 
 	let hashes: Vec<Hash> = statements.iter().map(Statement::hash).collect();
 	let per = hashes.len();
-	let hit = |store: &dyn StatementStore| {
-		measure(7, per, |i| assert!(store.has_statement(&hashes[i % per])))
-	};
-	rows.push(Row {
-		figure: label("has_statement hit"),
-		ours: hit(&ours),
-		baseline: hit(&baseline),
-	});
-	let miss = |store: &dyn StatementStore| {
+	let hit = |store: &Shared| measure(7, per, |i| assert!(store.has_statement(&hashes[i % per])));
+	rows.push(Row { figure: label("has_statement hit"), ours: hit(ours), baseline: hit(baseline) });
+	let miss = |store: &Shared| {
 		measure(7, per, |i| {
 			let mut h = hashes[i % per];
-			h[0] ^= 0xff;
+			h[5] ^= 0xff;
 			assert!(!store.has_statement(&h))
 		})
 	};
 	rows.push(Row {
 		figure: label("has_statement miss"),
-		ours: miss(&ours),
-		baseline: miss(&baseline),
+		ours: miss(ours),
+		baseline: miss(baseline),
 	});
 
-	let two = [fixture::topic(3), fixture::topic(1003)];
+	let two = workload::two_topics();
 	let one = [fixture::topic(3)];
 	let expected_two = (n / 100) as usize;
-	let query =
-		|store: &dyn StatementStore, topics: &[statement_primitives::Topic], expect: usize| {
-			measure(15, 40, |_| assert_eq!(store.broadcasts(topics).expect("query").len(), expect))
-		};
+	let query = |store: &Shared, topics: &[statement_primitives::Topic], expect: usize| {
+		measure(15, 40, |_| assert_eq!(store.broadcasts(topics).expect("query").len(), expect))
+	};
 	rows.push(Row {
 		figure: label("broadcasts 2 topics, warm"),
-		ours: query(&ours, &two, expected_two),
-		baseline: query(&baseline, &two, expected_two),
+		ours: query(ours, &two, expected_two),
+		baseline: query(baseline, &two, expected_two),
 	});
 	let cold = measure(15, 40, |_| {
-		ours.clear_cache();
-		assert_eq!(ours.broadcasts(&two).expect("query").len(), expected_two);
+		pair.ours.clear_cache();
+		assert_eq!(pair.ours.broadcasts(&two).expect("query").len(), expected_two);
 	});
 	rows.push(Row {
 		figure: label("broadcasts 2 topics, cold"),
 		ours: cold,
-		baseline: query(&baseline, &two, expected_two),
+		baseline: query(baseline, &two, expected_two),
 	});
 	rows.push(Row {
 		figure: label("broadcasts 1 topic, warm"),
-		ours: query(&ours, &one, (n / 10) as usize),
-		baseline: query(&baseline, &one, (n / 10) as usize),
+		ours: query(ours, &one, (n / 10) as usize),
+		baseline: query(baseline, &one, (n / 10) as usize),
 	});
-	let lookup = |store: &dyn StatementStore| {
+	let lookup = |store: &Shared| {
 		measure(5, per.min(2000), |i| {
 			assert!(store.statement(&hashes[i % per]).expect("get").is_some())
 		})
 	};
 	rows.push(Row {
 		figure: label("statement(hash)"),
-		ours: lookup(&ours),
-		baseline: lookup(&baseline),
+		ours: lookup(ours),
+		baseline: lookup(baseline),
+	});
+	let dump = |store: &Shared| {
+		measure(3, 1, |_| assert_eq!(store.statements().expect("dump").len(), n as usize))
+	};
+	rows.push(Row {
+		figure: label("statements() dump"),
+		ours: dump(ours),
+		baseline: dump(baseline),
 	});
 	if n == 1000 {
-		ours.broadcasts(&two).expect("warm up");
-		let c_ours = (0..5).map(|_| concurrent(&ours, 640)).min().unwrap_or_default();
-		let c_base = (0..5).map(|_| concurrent(&baseline, 640)).min().unwrap_or_default();
+		pair.ours.broadcasts(&two).expect("warm up");
+		let c_ours = (0..5).map(|_| workload::concurrent_broadcasts(ours, 640)).min();
+		let c_base = (0..5).map(|_| workload::concurrent_broadcasts(baseline, 640)).min();
 		rows.push(Row {
 			figure: label("640 concurrent broadcasts"),
-			ours: c_ours,
-			baseline: c_base,
+			ours: c_ours.unwrap_or_default(),
+			baseline: c_base.unwrap_or_default(),
 		});
 	}
+}
+
+/// Workloads that change the stores, each on a fresh pair of 10k statements: posted,
+/// remove, expiry maintenance, a mixed workload and reads under a continuous writer.
+fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
+	let keys = fixture::keys();
+	let base = statements.len() as u32;
+	let batch = if quick { 500 } else { 2000 };
+	let mut next = 1_000_000u32;
+	let mut fresh = |count: u32| {
+		let from = next;
+		next += count;
+		workload::signed(from, from + count, &keys)
+	};
+
+	let posted = Pair::filled(&workload::posted(0, base, &keys));
+	let dest = fixture::destination(3);
+	let two = workload::two_topics();
+	let query = |store: &Shared| {
+		measure(15, 40, |_| {
+			assert_eq!(store.posted(&two, dest).expect("posted").len(), (base / 100) as usize)
+		})
+	};
+	rows.push(Row {
+		figure: "posted 2 topics (10k)".into(),
+		ours: query(&posted.ours),
+		baseline: query(&posted.baseline),
+	});
+	drop(posted);
+
+	let pair = Pair::filled(statements);
+	let per = |store: &Shared, fresh: &mut dyn FnMut(u32) -> Vec<Statement>| {
+		let added = fresh(batch);
+		workload::submit_all(store, &added);
+		let hashes: Vec<Hash> = added.iter().map(Statement::hash).collect();
+		workload::remove_all(store, &hashes) / batch
+	};
+	rows.push(Row {
+		figure: "remove (10k)".into(),
+		ours: per(&pair.ours, &mut fresh),
+		baseline: per(&pair.baseline, &mut fresh),
+	});
+
+	let mut expire = |which: &str| {
+		let now = pair.clock.load(Ordering::Relaxed);
+		let from = next;
+		next += batch;
+		let expiring = workload::expiring(from, from + batch, (now + 10) as u32, &keys);
+		let store: &Shared = if which == "ours" { &pair.ours } else { &pair.baseline };
+		workload::submit_all(store, &expiring);
+		pair.clock.store(now + 20, Ordering::Relaxed);
+		let (took, removed) = workload::expire(&pair, which);
+		assert_eq!(removed, batch as usize);
+		took / batch
+	};
+	rows.push(Row {
+		figure: "maintenance: expire, per statement (10k)".into(),
+		ours: expire("ours"),
+		baseline: expire("baseline"),
+	});
+
+	let mut fresh = |count: u32| {
+		let from = next;
+		next += count;
+		workload::signed(from, from + count, &keys)
+	};
+	let mixed = |store: &Shared, writes: Vec<Statement>| {
+		workload::mixed(store, &writes, 4 * batch as usize) / batch
+	};
+	rows.push(Row {
+		figure: "mixed: 1 submit + 4 reads (10k)".into(),
+		ours: mixed(&pair.ours, fresh(batch)),
+		baseline: mixed(&pair.baseline, fresh(batch)),
+	});
+	let reads = 4 * batch as usize;
+	let under = |store: &Shared, writes: Vec<Statement>| {
+		workload::reads_under_writer(store, &writes, reads) / reads as u32
+	};
+	rows.push(Row {
+		figure: "broadcasts under a writer (10k)".into(),
+		ours: under(&pair.ours, fresh(reads as u32 + 200)),
+		baseline: under(&pair.baseline, fresh(reads as u32 + 200)),
+	});
 }
 
 fn main() {
@@ -142,12 +212,14 @@ fn main() {
 	let keys = fixture::keys();
 	let largest = *sizes.last().unwrap_or(&1000);
 	eprintln!("signing {largest} statements...");
-	let statements: Vec<Statement> = (0..largest).map(|i| fixture::statement(i, &keys)).collect();
+	let statements = workload::signed(0, largest, &keys);
 	let mut rows = Vec::new();
 	for &n in sizes {
 		eprintln!("measuring {n} statements...");
 		run_size(n, &statements[..n as usize], &mut rows);
 	}
+	eprintln!("measuring writes, maintenance and contention over 10k statements...");
+	run_writes(&statements[..10_000], &mut rows, quick);
 	println!("| figure | ours | baseline | ours / baseline |");
 	println!("|---|---|---|---|");
 	for row in &rows {

@@ -1,0 +1,297 @@
+//! Memory and reopen figures for our store and the RAM-index baseline at large sizes.
+//!
+//! ```sh
+//! cargo run --release -p statement-store-benches --bin memory -- 100000 1000000 4194304
+//! ```
+//!
+//! For each size N it builds (once; later runs reuse it) a fixture directory holding both
+//! stores filled with the same N signed statements, then measures each store in a fresh child
+//! process: reopen time, heap held after reopening (the steady index), peak heap while
+//! reopening, heap after a sweep of 2-topic queries (our cache filled), peak RSS and size on
+//! disk. Heap is counted by a global allocator wrapper; RSS is the kernel's high-water mark.
+//!
+//! Options: `--dir <path>` for the fixtures (default `bench-fixtures` in the working
+//! directory), `--json` to print only the JSON summary.
+
+use statement_primitives::{StatementSource, StatementStore, SubmitResult};
+use statement_store::Store;
+use statement_store_benches::{baseline::RamIndexStore, fixture};
+use std::{
+	alloc::{GlobalAlloc, Layout, System},
+	path::{Path, PathBuf},
+	process::Command,
+	sync::atomic::{AtomicU64, AtomicUsize, Ordering},
+	time::{Duration, Instant},
+};
+
+/// Counts live heap bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+	unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+		// SAFETY: forwarded unchanged to the system allocator.
+		let ptr = unsafe { System.alloc(layout) };
+		if !ptr.is_null() {
+			grew(layout.size());
+		}
+		ptr
+	}
+	unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+		// SAFETY: forwarded unchanged to the system allocator.
+		let ptr = unsafe { System.alloc_zeroed(layout) };
+		if !ptr.is_null() {
+			grew(layout.size());
+		}
+		ptr
+	}
+	unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+		// SAFETY: forwarded unchanged to the system allocator.
+		unsafe { System.dealloc(ptr, layout) };
+		LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+	}
+	unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+		// SAFETY: forwarded unchanged to the system allocator.
+		let new = unsafe { System.realloc(ptr, layout, new_size) };
+		if !new.is_null() {
+			LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+			grew(new_size);
+		}
+		new
+	}
+}
+
+fn grew(size: usize) {
+	let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+	PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn mib(bytes: usize) -> f64 {
+	bytes as f64 / MIB
+}
+
+/// The kernel's peak resident set size of this process, in bytes.
+fn peak_rss() -> usize {
+	let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+	status
+		.lines()
+		.find_map(|line| line.strip_prefix("VmHWM:"))
+		.and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+		.map_or(0, |kib| kib * 1024)
+}
+
+fn disk_size(path: &Path) -> u64 {
+	let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+	entries
+		.flatten()
+		.map(|entry| match entry.metadata() {
+			Ok(meta) if meta.is_dir() => disk_size(&entry.path()),
+			Ok(meta) => meta.len(),
+			Err(_) => 0,
+		})
+		.sum()
+}
+
+/// Fill both stores of a fixture with statements 0..n, signing on every core.
+fn generate(dir: &Path, n: u32) {
+	let done = dir.join("complete");
+	if done.is_file() {
+		eprintln!("reusing fixture {}", dir.display());
+		return;
+	}
+	if dir.exists() {
+		eprintln!("removing incomplete fixture {}", dir.display());
+		std::fs::remove_dir_all(dir).expect("remove incomplete fixture");
+	}
+	eprintln!("building fixture {} ({n} statements in each store)...", dir.display());
+	let ours = Store::open(fixture::config(&dir.join("ours")), fixture::unlimited())
+		.expect("open our store");
+	let baseline = RamIndexStore::open(&dir.join("baseline")).expect("open baseline");
+	let keys = fixture::keys();
+	let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+	let next = AtomicU64::new(0);
+	let started = Instant::now();
+	let chunk = 1000u64;
+	std::thread::scope(|scope| {
+		for _ in 0..threads {
+			scope.spawn(|| loop {
+				let from = next.fetch_add(chunk, Ordering::Relaxed);
+				if from >= u64::from(n) {
+					break;
+				}
+				let to = (from + chunk).min(u64::from(n));
+				for i in from..to {
+					let statement = fixture::statement(i as u32, &keys);
+					let outcome = ours.submit(statement.clone(), StatementSource::Local);
+					assert_eq!(outcome, SubmitResult::New, "our store refused statement {i}");
+					baseline.insert_verified(statement).expect("baseline insert");
+				}
+				let step = (u64::from(n) / 20).max(chunk);
+				if to % step < chunk {
+					let elapsed = started.elapsed().as_secs_f64();
+					let rate = to as f64 / elapsed;
+					eprintln!(
+						"  {to}/{n} statements, {rate:.0}/s, about {:.0} s left",
+						(u64::from(n) - to) as f64 / rate
+					);
+				}
+			});
+		}
+	});
+	drop(ours);
+	drop(baseline);
+	std::fs::write(&done, n.to_string()).expect("mark fixture complete");
+	eprintln!("fixture built in {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// One store's figures, measured in a child process (`--measure <kind> <dir> <n>`).
+#[derive(Debug, Default)]
+struct Figures {
+	reopen: Duration,
+	steady_heap: usize,
+	peak_heap: usize,
+	warm_heap: usize,
+	peak_rss: usize,
+	disk: u64,
+}
+
+fn measure_child(kind: &str, dir: &Path, n: u32) {
+	let path = dir.join(kind);
+	let disk = disk_size(&path);
+	let before = LIVE.load(Ordering::Relaxed);
+	PEAK.store(before, Ordering::Relaxed);
+	let started = Instant::now();
+	let store: Box<dyn StatementStore> = match kind {
+		"ours" => {
+			let store = Store::open(fixture::config(&path), fixture::unlimited()).expect("open");
+			assert!(store.reopened_from_snapshot(), "the fixture was not closed cleanly");
+			Box::new(store)
+		}
+		_ => Box::new(RamIndexStore::open(&path).expect("open baseline")),
+	};
+	let reopen = started.elapsed();
+	let steady_heap = LIVE.load(Ordering::Relaxed) - before;
+	let peak_heap = PEAK.load(Ordering::Relaxed) - before;
+	// Every non-empty 2-topic query once (100 of them, N/100 statements each).
+	for t in 0..100u32 {
+		let topics = [fixture::topic(t % 10), fixture::topic(1000 + t)];
+		let found = store.broadcasts(&topics).expect("query");
+		assert_eq!(found.len() as u32, n / 100 + u32::from(t < n % 100), "query {t}");
+	}
+	let warm_heap = LIVE.load(Ordering::Relaxed) - before;
+	let peak_rss = peak_rss();
+	println!(
+		"{} {} {} {} {} {}",
+		reopen.as_nanos(),
+		steady_heap,
+		peak_heap,
+		warm_heap,
+		peak_rss,
+		disk
+	);
+	// Leave without writing a snapshot or tearing down maps: the parent has what it needs.
+	std::process::exit(0);
+}
+
+fn measure(kind: &str, dir: &Path, n: u32) -> Figures {
+	let exe = std::env::current_exe().expect("own path");
+	let output = Command::new(exe)
+		.args(["--measure", kind])
+		.arg(dir)
+		.arg(n.to_string())
+		.output()
+		.expect("run measuring child");
+	let text = String::from_utf8_lossy(&output.stdout);
+	assert!(
+		output.status.success(),
+		"measuring {kind} failed: {}",
+		String::from_utf8_lossy(&output.stderr)
+	);
+	let fields: Vec<u128> =
+		text.split_whitespace().map(|field| field.parse().expect("number")).collect();
+	assert_eq!(fields.len(), 6, "child printed {text}");
+	Figures {
+		reopen: Duration::from_nanos(fields[0] as u64),
+		steady_heap: fields[1] as usize,
+		peak_heap: fields[2] as usize,
+		warm_heap: fields[3] as usize,
+		peak_rss: fields[4] as usize,
+		disk: fields[5] as u64,
+	}
+}
+
+fn main() {
+	let args: Vec<String> = std::env::args().skip(1).collect();
+	if args.first().map(String::as_str) == Some("--measure") {
+		let n = args[3].parse().expect("n");
+		measure_child(&args[1], Path::new(&args[2]), n);
+		return;
+	}
+	let mut root = PathBuf::from("bench-fixtures");
+	let mut sizes = Vec::new();
+	let mut json_only = false;
+	let mut rest = args.iter();
+	while let Some(arg) = rest.next() {
+		match arg.as_str() {
+			"--dir" => root = PathBuf::from(rest.next().expect("--dir <path>")),
+			"--json" => json_only = true,
+			size => sizes.push(size.parse::<u32>().unwrap_or_else(|_| {
+				eprintln!("not a statement count: {size}");
+				std::process::exit(2)
+			})),
+		}
+	}
+	if sizes.is_empty() {
+		sizes = vec![100_000];
+	}
+	let mut rows = Vec::new();
+	for &n in &sizes {
+		let dir = root.join(n.to_string());
+		generate(&dir, n);
+		eprintln!("measuring {n}...");
+		let ours = measure("ours", &dir, n);
+		let base = measure("baseline", &dir, n);
+		rows.push((n, ours, base));
+	}
+	if !json_only {
+		println!("| N | store | reopen | steady index heap | peak heap reopening | heap after 100 queries | peak RSS | on disk |");
+		println!("|---|---|---|---|---|---|---|---|");
+		for (n, ours, base) in &rows {
+			for (name, f) in [("ours", ours), ("baseline", base)] {
+				println!(
+					"| {n} | {name} | {:.3} s | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} MiB | {:.0} MiB |",
+					f.reopen.as_secs_f64(),
+					mib(f.steady_heap),
+					mib(f.peak_heap),
+					mib(f.warm_heap),
+					mib(f.peak_rss),
+					f.disk as f64 / MIB,
+				);
+			}
+		}
+	}
+	let json: Vec<String> = rows
+		.iter()
+		.flat_map(|(n, ours, base)| {
+			[("ours", ours), ("baseline", base)].map(|(name, f)| {
+				format!(
+					"{{\"n\":{n},\"store\":\"{name}\",\"reopen_ms\":{:.1},\"steady_heap_bytes\":{},\"peak_heap_bytes\":{},\"warm_heap_bytes\":{},\"peak_rss_bytes\":{},\"disk_bytes\":{}}}",
+					f.reopen.as_secs_f64() * 1000.0,
+					f.steady_heap,
+					f.peak_heap,
+					f.warm_heap,
+					f.peak_rss,
+					f.disk
+				)
+			})
+		})
+		.collect();
+	println!("{{\"memory\":[{}]}}", json.join(","));
+}
