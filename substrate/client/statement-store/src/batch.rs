@@ -6,7 +6,8 @@ use crate::{
 	posting::{decode_segment, encode_segment, segment_base},
 	schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
-	wal, Error, Result,
+	wal::Step,
+	Error, Result,
 };
 use codec::Encode;
 use parity_db::ColId;
@@ -23,6 +24,8 @@ pub struct Batch<'a> {
 	counters: Counters,
 	added: Vec<(Hash, Record, Vec<u8>)>,
 	removed: Vec<Hash>,
+	/// What the batch did, for the intent log.
+	steps: Vec<Step>,
 }
 
 impl<'a> Batch<'a> {
@@ -37,6 +40,7 @@ impl<'a> Batch<'a> {
 			counters,
 			added: Vec::new(),
 			removed: Vec::new(),
+			steps: Vec::new(),
 		}
 	}
 
@@ -53,6 +57,7 @@ impl<'a> Batch<'a> {
 		statement: &statement_primitives::Statement,
 		encoding: Vec<u8>,
 	) -> Result<Id> {
+		self.steps.push(Step::Add { account, encoding: encoding.clone() });
 		let id = self.counters.next_id;
 		self.counters.next_id += 1;
 		let record = Record::new(id, account, statement, encoding.len());
@@ -92,6 +97,7 @@ impl<'a> Batch<'a> {
 	/// Remove a stored statement and its index entries; ban its hash until `ban_until` (unix
 	/// seconds) if given.
 	pub fn remove(&mut self, hash: &Hash, record: &Record, ban_until: Option<u64>) -> Result<()> {
+		self.steps.push(Step::Remove { hash: *hash, ban_until });
 		let id = record.id;
 		self.ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), None));
 		self.ops.push((schema::COL_HASH, hash.to_vec(), None));
@@ -135,7 +141,7 @@ impl<'a> Batch<'a> {
 	}
 
 	/// Refuse `hash` from the network until `until` (unix seconds).
-	pub fn ban(&mut self, hash: &Hash, until: u64) {
+	fn ban(&mut self, hash: &Hash, until: u64) {
 		self.ops.push((schema::COL_BAN, hash.to_vec(), Some(until.to_le_bytes().to_vec())));
 		self.ops.push((
 			schema::COL_BAN_ORDER,
@@ -146,6 +152,7 @@ impl<'a> Batch<'a> {
 
 	/// Lift a ban that ends at `until`.
 	pub fn unban(&mut self, hash: &Hash, until: u64) {
+		self.steps.push(Step::Unban { hash: *hash, until });
 		self.ops.push((schema::COL_BAN, hash.to_vec(), None));
 		self.ops.push((schema::COL_BAN_ORDER, schema::ban_order_key(until, hash).to_vec(), None));
 	}
@@ -186,9 +193,45 @@ impl<'a> Batch<'a> {
 	}
 
 	/// Write everything in one commit and publish it to cache, membership and subscribers
-	/// while readers wait; then, with readers free again, write it to the log file. Returns
-	/// (the counters after the commit) only once the commit is durable.
-	pub fn commit(mut self) -> Result<Counters> {
+	/// while readers wait; then, with readers free again, append the batch to the intent log.
+	/// Returns (the counters after the commit) only once the batch is durable.
+	pub fn commit(self) -> Result<Counters> {
+		self.commit_as(None)
+	}
+
+	/// Redo a batch read from the intent log, under its original sequence number. The caller
+	/// drains the processor before relying on it.
+	pub fn commit_replayed(self, seq: u64) -> Result<Counters> {
+		self.commit_as(Some(seq))
+	}
+
+	/// Redo `steps` (a batch from the intent log) against the current state.
+	pub fn redo(mut self, steps: Vec<Step>) -> Result<Self> {
+		for step in steps {
+			match step {
+				Step::Add { account, encoding } => {
+					let statement = statement_primitives::Statement::from_bytes(&encoding)
+						.map_err(|err| Error::BadValue {
+							column: schema::COL_BODY,
+							detail: format!("intent log statement: {err}"),
+						})?;
+					let hash = statement_primitives::hash_encoded(&encoding);
+					self.add(hash, account, &statement, encoding)?;
+				}
+				Step::Remove { hash, ban_until } => {
+					let record = self.inner.record(&hash)?.ok_or_else(|| Error::Corrupt {
+						path: self.inner.config.path.display().to_string(),
+						detail: "the intent log removes a statement the database lacks".into(),
+					})?;
+					self.remove(&hash, &record, ban_until)?;
+				}
+				Step::Unban { hash, until } => self.unban(&hash, until),
+			}
+		}
+		Ok(self)
+	}
+
+	fn commit_as(mut self, replayed: Option<u64>) -> Result<Counters> {
 		let inner = self.inner;
 		for ((key, base), ids) in std::mem::take(&mut self.segments) {
 			let value = (!ids.is_empty()).then(|| encode_segment(&ids));
@@ -203,9 +246,12 @@ impl<'a> Batch<'a> {
 			schema::KEY_COUNTERS.to_vec(),
 			Some(self.counters.encode()),
 		));
+		let seq = replayed.unwrap_or_else(|| inner.intent.allocate());
+		self.ops.push((schema::COL_META, schema::KEY_INTENT.to_vec(), Some(seq.encode())));
 
 		let view = inner.view.write();
 		inner.db.commit(self.ops)?;
+		inner.processor.queued();
 		for (key, id, add) in &self.postings {
 			inner.cache.update(key, |list| if *add { list.insert(*id) } else { list.remove(*id) });
 		}
@@ -221,8 +267,13 @@ impl<'a> Batch<'a> {
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
 		drop(view);
 		// Readers already see the commit (parity-db serves it from memory); the writer lock,
-		// still held by our caller, keeps log writes in commit order.
-		wal::write_log(&inner.db, inner.config.sync_wal)?;
+		// still held by our caller, keeps intent records in commit order.
+		if replayed.is_none() {
+			inner.intent.append(seq, &self.steps)?;
+			if inner.processor.backlogged() {
+				inner.processor.drain()?;
+			}
+		}
 		Ok(self.counters)
 	}
 }

@@ -30,10 +30,14 @@
 //! to parity-db, the cache, the membership set and subscribers. A query therefore never sees
 //! half a change, and the cache never disagrees with the disk.
 //!
-//! Durability: a change is acknowledged (`New`, or `remove` returning) only after its commit
-//! is written to parity-db's log file, so it survives the process being killed at any moment;
-//! with [`Config::sync_wal`] the log is also fsynced first, so it survives power loss. A crash
-//! never leaves a change half-applied: parity-db replays whole log records or none.
+//! Durability: a change is acknowledged (`New`, or `remove` returning) only after its batch is
+//! appended to the store's intent log (`intent-*.log` in the database directory: the batch's
+//! steps with a sequence number and a checksum), so it survives the process being killed at
+//! any moment; with [`Config::sync_wal`] the append is also fsynced, so it survives power
+//! loss. A background thread writes the commits to parity-db's log and deletes intent files
+//! parity-db covers. Opening redoes, in order, the batches parity-db lacks (each commit
+//! records its sequence number). A crash never leaves a change half-applied: parity-db
+//! replays whole log records or none, and a torn intent record was never acknowledged.
 #![warn(missing_docs)]
 
 mod allowance;

@@ -43,14 +43,16 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
 pub const KEY_COUNTERS: &[u8] = b"counters";
+/// Sequence number (u64) of the newest intent-log batch the database holds; absent = 0.
+pub const KEY_INTENT: &[u8] = b"intent";
 
 /// parity-db options for the layout above.
 pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 	let mut options = Options::with_columns(path, COLUMNS);
 	options.sync_wal = sync_wal;
 	options.stats = false;
-	// The store writes and applies the log itself (see `wal`), so that every acknowledged
-	// commit is in the log file before the acknowledgement.
+	// The store drives parity-db's log from its own thread (see `wal`), so that it knows
+	// which intent-log batches parity-db has written.
 	options.with_background_thread = false;
 	for (index, column) in options.columns.iter_mut().enumerate() {
 		let col = index as ColId;

@@ -7,7 +7,7 @@ use crate::{
 	posting::{decode_segment, intersect, PostingList},
 	schema::{self, Counters, Id, PostingKey, Record},
 	subscription::{Subscription, Subscriptions},
-	wal::{self, LogApplier},
+	wal::{self, IntentLog, LogApplier, Processor},
 	AllowanceProvider, Config, Error, Result,
 };
 use codec::Encode;
@@ -37,6 +37,10 @@ pub(crate) struct Inner {
 	/// Declared first so it stops (and lets go of the database) before `db` is dropped.
 	_log_applier: LogApplier,
 	pub db: Arc<parity_db::Db>,
+	/// The redo log every acknowledged batch is appended to (see `wal`).
+	pub intent: Arc<IntentLog>,
+	/// Writes queued commits to parity-db's log.
+	pub processor: Arc<Processor>,
 	pub config: Config,
 	/// Shared by queries for their whole run; taken exclusively only to publish a commit.
 	pub view: RwLock<()>,
@@ -58,8 +62,50 @@ pub(crate) struct Inner {
 /// The membership snapshot, written when the store closes, next to parity-db's files.
 pub const SNAPSHOT_FILE: &str = "membership.snapshot";
 
+/// The intent file a freshly opened store appends to.
+fn intent_path_of(inner: &Inner) -> std::path::PathBuf {
+	inner.intent.current_path()
+}
+
+impl Inner {
+	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
+	/// and write them to parity-db's log before the store is used.
+	fn redo(&self, intents: Vec<wal::Intent>, held: u64, path: &str) -> Result<()> {
+		let pending: Vec<_> = intents.into_iter().filter(|(seq, _)| *seq > held).collect();
+		if pending.is_empty() {
+			return Ok(());
+		}
+		log::info!(
+			target: "statement-store",
+			"{path}: redoing {} changes from the intent log that the database lacks",
+			pending.len()
+		);
+		let mut counters = self.writer.lock();
+		for (expected, (seq, steps)) in (held + 1..).zip(pending) {
+			if seq != expected {
+				log::error!(
+					target: "statement-store",
+					"{path}: the intent log skips from batch {} to {seq}; later changes are lost",
+					expected - 1
+				);
+				break;
+			}
+			let batch = crate::batch::Batch::new(self, *counters).redo(steps)?;
+			*counters = batch.commit_replayed(seq)?;
+		}
+		drop(counters);
+		self.processor.drain()
+	}
+}
+
 impl Drop for Inner {
 	fn drop(&mut self) {
+		if let Err(err) = self.processor.drain() {
+			log::warn!(target: "statement-store", "writing the last commits failed: {err}");
+		} else {
+			// Everything appended is now in parity-db's log: the intent files are not needed.
+			self.intent.release_all();
+		}
 		let counters = *self.writer.lock();
 		let shown = self.config.path.display().to_string();
 		let path = self.config.path.join(SNAPSHOT_FILE);
@@ -145,13 +191,23 @@ impl Store {
 			counters.total_size,
 			if reopened_from_snapshot { " (membership from snapshot)" } else { "" }
 		);
+		let intent_seq: u64 = match db.get(schema::COL_META, schema::KEY_INTENT)? {
+			Some(bytes) => schema::decode_value(schema::COL_META, &bytes)?,
+			None => 0,
+		};
+		let (intents, old_intent_files) = wal::read_intents(&path)?;
+		let next_seq = intents.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
+		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
+		let processor = Arc::new(Processor::new(db.clone(), intent.clone(), config.sync_wal));
 		let writer = Arc::new(Mutex::new(counters));
-		let log_applier = LogApplier::start(db.clone(), writer.clone(), LOG_APPLY_PERIOD)
+		let log_applier = LogApplier::start(processor.clone(), LOG_APPLY_PERIOD)
 			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
 		let inner = Inner {
 			_log_applier: log_applier,
 			cache: PostingCache::new(config.cache_bytes),
 			db,
+			intent,
+			processor,
 			config,
 			view: RwLock::new(()),
 			writer,
@@ -163,6 +219,14 @@ impl Store {
 			allowance_cursor: Mutex::new(None),
 			reopened_from_snapshot,
 		};
+		inner.redo(intents, intent_seq, &shown)?;
+		let current = intent_path_of(&inner);
+		for file in old_intent_files.iter().filter(|file| **file != current) {
+			if let Err(err) = std::fs::remove_file(file) {
+				log::warn!(target: "statement-store", "cannot delete {}: {err}", file.display());
+			}
+		}
+		let counters = *inner.writer.lock();
 		inner.metrics.set_totals(counters.count, counters.total_size);
 		Ok(Store { inner: Arc::new(inner) })
 	}
