@@ -36,13 +36,14 @@ def main():
     for estimates in sorted(root.glob("**/new/estimates.json")):
         bench = estimates.parent.parent
         parts = bench.relative_to(root).parts
-        if "ours" not in parts:
+        # Criterion turns "hit/ours" into the directory "hit_ours".
+        if not any(p == "ours" or p.endswith("_ours") for p in parts):
             continue
-        twin = Path(*[("baseline" if p == "ours" else p) for p in parts])
+        twin = Path(*[p[: -len("ours")] + "baseline" if p == "ours" or p.endswith("_ours") else p for p in parts])
         ours, base = median_ns(bench), median_ns(root / twin)
         if ours is None or base is None:
             continue
-        label = "/".join(p for p in parts if p != "ours")
+        label = "/".join(p.removesuffix("_ours") for p in parts if p != "ours")
         rows.append((label, ours, base))
     print("| benchmark | ours | baseline | ours / baseline |")
     print("|---|---|---|---|")
