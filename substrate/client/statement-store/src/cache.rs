@@ -1,12 +1,16 @@
 //! The hot set-intersection cache: decoded posting lists of hot topics and keys, bounded in
 //! bytes, sharded so that concurrent queries rarely meet on one lock.
 //!
+//! Hits take a shard's lock shared and do not touch recency; every [`PROMOTE_EVERY`]th hit on
+//! a shard also marks the list recently used, if the lock is free. Hot lists are hit often, so
+//! they stay recent, and concurrent queries for the same lists do not queue on one lock.
+//!
 //! Invariant: a cached list always equals the list on disk. Writers change both while holding
 //! the store's view lock exclusively; readers fill the cache while holding it shared, so a list
 //! a reader loads from disk cannot be outdated by a commit before it is cached.
 
 use crate::{posting::PostingList, schema::PostingKey};
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use schnellru::{Limiter, LruMap};
 use std::{
 	hash::BuildHasher,
@@ -17,13 +21,23 @@ use std::{
 };
 
 const SHARDS: usize = 16;
+/// One hit in this many also refreshes the list's recency.
+const PROMOTE_EVERY: u64 = 32;
+
+type Lru = LruMap<PostingKey, Arc<PostingList>, ByteLimit>;
+
+/// One shard: its map and its own counters (so shards share no cache line).
+#[repr(align(128))]
+struct Shard {
+	map: RwLock<Lru>,
+	hits: AtomicU64,
+	misses: AtomicU64,
+}
 
 /// Sharded LRU of posting lists, bounded by the bytes the lists hold.
 pub struct PostingCache {
-	shards: Vec<Mutex<LruMap<PostingKey, Arc<PostingList>, ByteLimit>>>,
+	shards: Vec<Shard>,
 	hasher: std::collections::hash_map::RandomState,
-	hits: AtomicU64,
-	misses: AtomicU64,
 }
 
 impl PostingCache {
@@ -32,34 +46,45 @@ impl PostingCache {
 		let per_shard = bytes / SHARDS;
 		PostingCache {
 			shards: (0..SHARDS)
-				.map(|_| Mutex::new(LruMap::new(ByteLimit { max: per_shard, used: 0 })))
+				.map(|_| Shard {
+					map: RwLock::new(LruMap::new(ByteLimit { max: per_shard, used: 0 })),
+					hits: AtomicU64::new(0),
+					misses: AtomicU64::new(0),
+				})
 				.collect(),
 			hasher: Default::default(),
-			hits: AtomicU64::new(0),
-			misses: AtomicU64::new(0),
 		}
 	}
 
-	fn shard(&self, key: &PostingKey) -> &Mutex<LruMap<PostingKey, Arc<PostingList>, ByteLimit>> {
+	fn shard(&self, key: &PostingKey) -> &Shard {
 		&self.shards[self.hasher.hash_one(key) as usize % SHARDS]
 	}
 
-	/// The cached list, marking it recently used.
+	/// The cached list (see the module documentation for how recency is kept).
 	pub fn get(&self, key: &PostingKey) -> Option<Arc<PostingList>> {
-		let found = self.shard(key).lock().get(key).cloned();
-		let counter = if found.is_some() { &self.hits } else { &self.misses };
-		counter.fetch_add(1, Ordering::Relaxed);
+		let shard = self.shard(key);
+		let found = shard.map.read().peek(key).cloned();
+		if found.is_none() {
+			shard.misses.fetch_add(1, Ordering::Relaxed);
+			return None;
+		}
+		let hits = shard.hits.fetch_add(1, Ordering::Relaxed) + 1;
+		if hits % PROMOTE_EVERY == 0 {
+			if let Some(mut map) = shard.map.try_write() {
+				map.get(key);
+			}
+		}
 		found
 	}
 
 	/// Cache a list just loaded from disk.
 	pub fn insert(&self, key: PostingKey, list: Arc<PostingList>) {
-		self.shard(&key).lock().insert(key, list);
+		self.shard(&key).map.write().insert(key, list);
 	}
 
 	/// Apply a committed change to a cached list; uncached lists are left to the disk.
 	pub fn update(&self, key: &PostingKey, change: impl FnOnce(&mut PostingList)) {
-		let mut shard = self.shard(key).lock();
+		let mut shard = self.shard(key).map.write();
 		// Taken out and put back, so the byte budget sees the new size and no reader's copy is
 		// cloned (readers hold no copies while a writer holds the view lock).
 		if let Some(mut list) = shard.remove(key) {
@@ -71,18 +96,23 @@ impl PostingCache {
 	/// Drop every cached list.
 	pub fn clear(&self) {
 		for shard in &self.shards {
-			shard.lock().clear();
+			shard.map.write().clear();
 		}
 	}
 
 	/// (hits, misses) since the store opened.
 	pub fn hit_counts(&self) -> (u64, u64) {
-		(self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+		self.shards.iter().fold((0, 0), |(hits, misses), shard| {
+			(
+				hits + shard.hits.load(Ordering::Relaxed),
+				misses + shard.misses.load(Ordering::Relaxed),
+			)
+		})
 	}
 
 	/// Bytes of lists cached now.
 	pub fn used_bytes(&self) -> usize {
-		self.shards.iter().map(|shard| shard.lock().limiter().used).sum()
+		self.shards.iter().map(|shard| shard.map.read().limiter().used).sum()
 	}
 }
 
