@@ -6,7 +6,8 @@
 //!
 //! For each size N it builds (once; later runs reuse it) a fixture directory holding both
 //! stores filled with the same N signed statements, then measures each store in a fresh child
-//! process: reopen time, heap held after reopening (the steady index), peak heap while
+//! process (ours twice: as after a clean stop, and as after a crash, without the membership
+//! snapshot): reopen time, heap held after reopening (the steady index), peak heap while
 //! reopening, heap after a sweep of 2-topic queries (our cache filled), peak RSS and size on
 //! disk. Heap is counted by a global allocator wrapper; RSS is the kernel's high-water mark.
 //!
@@ -163,15 +164,25 @@ struct Figures {
 }
 
 fn measure_child(kind: &str, dir: &Path, n: u32) {
-	let path = dir.join(kind);
+	// "ours-journal": our store opened as after a crash, without its membership snapshot.
+	let after_crash = kind == "ours-journal";
+	let path = dir.join(if after_crash { "ours" } else { kind });
 	let disk = disk_size(&path);
+	if after_crash {
+		std::fs::remove_file(path.join(statement_store::SNAPSHOT_FILE))
+			.expect("the fixture has a snapshot");
+	}
 	let before = LIVE.load(Ordering::Relaxed);
 	PEAK.store(before, Ordering::Relaxed);
 	let started = Instant::now();
 	let store: Box<dyn StatementStore> = match kind {
-		"ours" => {
+		"ours" | "ours-journal" => {
 			let store = Store::open(fixture::config(&path), fixture::unlimited()).expect("open");
-			assert!(store.reopened_from_snapshot(), "the fixture was not closed cleanly");
+			assert_eq!(
+				store.reopened_from_snapshot(),
+				!after_crash,
+				"the fixture was not closed cleanly"
+			);
 			Box::new(store)
 		}
 		_ => Box::new(RamIndexStore::open(&path).expect("open baseline")),
@@ -196,7 +207,11 @@ fn measure_child(kind: &str, dir: &Path, n: u32) {
 		peak_rss,
 		disk
 	);
-	// Leave without writing a snapshot or tearing down maps: the parent has what it needs.
+	if after_crash {
+		// Close cleanly so that the fixture gets its snapshot back.
+		drop(store);
+	}
+	// Otherwise leave without tearing down maps: the parent has what it needs.
 	std::process::exit(0);
 }
 
@@ -257,14 +272,15 @@ fn main() {
 		generate(&dir, n);
 		eprintln!("measuring {n}...");
 		let ours = measure("ours", &dir, n);
+		let crash = measure("ours-journal", &dir, n);
 		let base = measure("baseline", &dir, n);
-		rows.push((n, ours, base));
+		rows.push((n, ours, crash, base));
 	}
 	if !json_only {
 		println!("| N | store | reopen | steady index heap | peak heap reopening | heap after 100 queries | peak RSS | on disk |");
 		println!("|---|---|---|---|---|---|---|---|");
-		for (n, ours, base) in &rows {
-			for (name, f) in [("ours", ours), ("baseline", base)] {
+		for (n, ours, crash, base) in &rows {
+			for (name, f) in [("ours", ours), ("ours, after a crash", crash), ("baseline", base)] {
 				println!(
 					"| {n} | {name} | {:.3} s | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} MiB | {:.0} MiB |",
 					f.reopen.as_secs_f64(),
@@ -279,8 +295,8 @@ fn main() {
 	}
 	let json: Vec<String> = rows
 		.iter()
-		.flat_map(|(n, ours, base)| {
-			[("ours", ours), ("baseline", base)].map(|(name, f)| {
+		.flat_map(|(n, ours, crash, base)| {
+			[("ours", ours), ("ours-after-crash", crash), ("baseline", base)].map(|(name, f)| {
 				format!(
 					"{{\"n\":{n},\"store\":\"{name}\",\"reopen_ms\":{:.1},\"steady_heap_bytes\":{},\"peak_heap_bytes\":{},\"warm_heap_bytes\":{},\"peak_rss_bytes\":{},\"disk_bytes\":{}}}",
 					f.reopen.as_secs_f64() * 1000.0,
