@@ -9,21 +9,12 @@ use statement_store_benches::{
 	fixture,
 	workload::{self, Pair, Shared},
 };
-use std::{
-	hint::black_box,
-	sync::atomic::{AtomicU32, Ordering},
-	time::Duration,
-};
+use std::{hint::black_box, sync::atomic::Ordering, time::Duration};
 
 const SIZES: [u32; 3] = [1_000, 10_000, 50_000];
 
-/// Indices of statements not yet in any store (the data set uses 0..50k).
-static NEXT: AtomicU32 = AtomicU32::new(1_000_000);
-
 fn fresh(count: u64) -> Vec<Statement> {
-	let count = count as u32;
-	let from = NEXT.fetch_add(count, Ordering::Relaxed);
-	workload::signed(from, from + count, &fixture::keys())
+	workload::fresh(count as u32, &fixture::keys())
 }
 
 fn data_set(n: u32) -> Pair {
@@ -177,7 +168,7 @@ fn maintenance(c: &mut Criterion) {
 		group.bench_function(BenchmarkId::new(name, n), |b| {
 			b.iter_custom(|iters| {
 				let now = pair.clock.load(Ordering::Relaxed);
-				let from = NEXT.fetch_add(iters as u32, Ordering::Relaxed);
+				let from = workload::fresh_indices(iters as u32);
 				let expiring =
 					workload::expiring(from, from + iters as u32, (now + 10) as u32, &keys);
 				workload::submit_all(store, &expiring);

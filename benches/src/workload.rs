@@ -7,7 +7,7 @@ use statement_primitives::{Hash, Statement, StatementSource, StatementStore, Sub
 use statement_store::Store;
 use std::{
 	sync::{
-		atomic::{AtomicBool, AtomicU64, Ordering},
+		atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
 		Arc,
 	},
 	time::{Duration, Instant},
@@ -158,6 +158,20 @@ pub fn remove_all(store: &Shared, hashes: &[Hash]) -> Duration {
 		store.remove(hash).expect("remove");
 	}
 	start.elapsed()
+}
+
+/// Indices of statements no store holds yet (data sets use indices below a million).
+static NEXT_FRESH: AtomicU32 = AtomicU32::new(1_000_000);
+
+/// The first of `count` statement indices never handed out before.
+pub fn fresh_indices(count: u32) -> u32 {
+	NEXT_FRESH.fetch_add(count, Ordering::Relaxed)
+}
+
+/// `count` signed statements that no store holds yet.
+pub fn fresh(count: u32, keys: &[ed25519::Pair]) -> Vec<Statement> {
+	let from = fresh_indices(count);
+	signed(from, from + count, keys)
 }
 
 /// Signed statements `from..to` of the data set, signed on every core.

@@ -129,12 +129,7 @@ fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
 	let keys = fixture::keys();
 	let base = statements.len() as u32;
 	let batch = if quick { 500 } else { 2000 };
-	let mut next = 1_000_000u32;
-	let mut fresh = |count: u32| {
-		let from = next;
-		next += count;
-		workload::signed(from, from + count, &keys)
-	};
+	let fresh = |count: u32| workload::fresh(count, &keys);
 
 	let posted = Pair::filled(&workload::posted(0, base, &keys));
 	let dest = fixture::destination(3);
@@ -152,7 +147,7 @@ fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
 	drop(posted);
 
 	let pair = Pair::filled(statements);
-	let per = |store: &Shared, fresh: &mut dyn FnMut(u32) -> Vec<Statement>| {
+	let per = |store: &Shared| {
 		let added = fresh(batch);
 		workload::submit_all(store, &added);
 		let hashes: Vec<Hash> = added.iter().map(Statement::hash).collect();
@@ -160,14 +155,13 @@ fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
 	};
 	rows.push(Row {
 		figure: "remove (10k)".into(),
-		ours: per(&pair.ours, &mut fresh),
-		baseline: per(&pair.baseline, &mut fresh),
+		ours: per(&pair.ours),
+		baseline: per(&pair.baseline),
 	});
 
-	let mut expire = |which: &str| {
+	let expire = |which: &str| {
 		let now = pair.clock.load(Ordering::Relaxed);
-		let from = next;
-		next += batch;
+		let from = workload::fresh_indices(batch);
 		let expiring = workload::expiring(from, from + batch, (now + 10) as u32, &keys);
 		let store: &Shared = if which == "ours" { &pair.ours } else { &pair.baseline };
 		workload::submit_all(store, &expiring);
@@ -182,11 +176,6 @@ fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
 		baseline: expire("baseline"),
 	});
 
-	let mut fresh = |count: u32| {
-		let from = next;
-		next += count;
-		workload::signed(from, from + count, &keys)
-	};
 	let mixed = |store: &Shared, writes: Vec<Statement>| {
 		workload::mixed(store, &writes, 4 * batch as usize) / batch
 	};

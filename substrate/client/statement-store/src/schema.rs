@@ -239,6 +239,14 @@ pub fn array32(bytes: &[u8]) -> Option<[u8; 32]> {
 	bytes.get(..32).and_then(|bytes| bytes.try_into().ok())
 }
 
+/// A journal entry's id and hash.
+pub fn journal_entry(key: &[u8], value: &[u8]) -> Result<(Id, Hash)> {
+	match (be_u64(key, 0), array32(value)) {
+		(Some(id), Some(hash)) => Ok((id, hash)),
+		_ => Err(Error::BadValue { column: COL_JOURNAL, detail: "malformed journal entry".into() }),
+	}
+}
+
 /// Decode a stored value, naming the column when it does not decode.
 pub fn decode_value<T: Decode>(column: ColId, bytes: &[u8]) -> Result<T> {
 	T::decode(&mut &bytes[..]).map_err(|err| Error::BadValue { column, detail: err.to_string() })

@@ -62,11 +62,6 @@ pub(crate) struct Inner {
 /// The membership snapshot, written when the store closes, next to parity-db's files.
 pub const SNAPSHOT_FILE: &str = "membership.snapshot";
 
-/// The intent file a freshly opened store appends to.
-fn intent_path_of(inner: &Inner) -> std::path::PathBuf {
-	inner.intent.current_path()
-}
-
 impl Inner {
 	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
 	/// and write them to parity-db's log before the store is used.
@@ -220,7 +215,7 @@ impl Store {
 			reopened_from_snapshot,
 		};
 		inner.redo(intents, intent_seq, &shown)?;
-		let current = intent_path_of(&inner);
+		let current = inner.intent.current_path();
 		for file in old_intent_files.iter().filter(|file| **file != current) {
 			if let Err(err) = std::fs::remove_file(file) {
 				log::warn!(target: "statement-store", "cannot delete {}: {err}", file.display());
@@ -362,9 +357,7 @@ impl Inner {
 		let mut out = Vec::new();
 		while out.len() < limit {
 			let Some((key, value)) = iter.next()? else { break };
-			let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
-				return Err(bad(schema::COL_JOURNAL, "journal entry"));
-			};
+			let (id, hash) = schema::journal_entry(&key, &value)?;
 			out.push((id, hash, self.body(id)?));
 		}
 		Ok(out)
@@ -518,9 +511,7 @@ fn snapshot_tag(db: &parity_db::Db, counters: &Counters, path: &str) -> Result<S
 	iter.seek_to_last()?;
 	let mut last_hash = [0u8; 32];
 	if let Some((key, value)) = iter.prev()? {
-		let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
-			return Err(bad(schema::COL_JOURNAL, "journal entry"));
-		};
+		let (id, hash) = schema::journal_entry(&key, &value)?;
 		if id >= counters.next_id {
 			return Err(Error::Corrupt {
 				path: path.into(),
@@ -554,9 +545,7 @@ fn check_samples(
 	while from < counters.next_id {
 		iter.seek(&schema::id_key(from))?;
 		let Some((key, value)) = iter.next()? else { break };
-		let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
-			return Err(bad(schema::COL_JOURNAL, "journal entry"));
-		};
+		let (id, hash) = schema::journal_entry(&key, &value)?;
 		check_body(db, id, &hash, path)?;
 		if !set.contains(&hash) {
 			log::warn!(
@@ -594,9 +583,7 @@ fn load_journal(
 	let stride = (expected / OPEN_SAMPLES).max(1);
 	let mut summary = JournalSummary { count: 0, next_id: 1 };
 	while let Some((key, value)) = iter.next()? {
-		let (Some(id), Some(hash)) = (schema::be_u64(&key, 0), schema::array32(&value)) else {
-			return Err(bad(schema::COL_JOURNAL, "journal entry"));
-		};
+		let (id, hash) = schema::journal_entry(&key, &value)?;
 		if summary.count % stride == 0 {
 			check_body(db, id, &hash, path)?;
 		}

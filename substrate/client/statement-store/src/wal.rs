@@ -212,9 +212,7 @@ impl IntentLog {
 		let mut current = self.current.lock();
 		if current.bytes >= INTENT_FILE_BYTES {
 			let path = intent_path(&self.dir, seq);
-			let file = File::create(&path).map_err(io)?;
-			let old = std::mem::replace(&mut current.file, file);
-			drop(old);
+			current.file = File::create(&path).map_err(io)?;
 			let old_first = std::mem::replace(&mut current.first_seq, seq);
 			current.older.push((old_first, intent_path(&self.dir, old_first)));
 			current.bytes = 0;
@@ -260,14 +258,9 @@ impl IntentLog {
 	/// Delete every intent file: the caller has made parity-db hold all of them.
 	pub fn release_all(&self) {
 		let current = self.current.lock();
-		let _ = current.file.sync_all();
-		for (_, path) in current.older.iter().chain([&(current.first_seq, PathBuf::new())]) {
-			let path = if path.as_os_str().is_empty() {
-				intent_path(&self.dir, current.first_seq)
-			} else {
-				path.clone()
-			};
-			if let Err(err) = std::fs::remove_file(&path) {
+		let newest = intent_path(&self.dir, current.first_seq);
+		for path in current.older.iter().map(|(_, path)| path).chain([&newest]) {
+			if let Err(err) = std::fs::remove_file(path) {
 				log::warn!(target: "statement-store", "cannot delete {}: {err}", path.display());
 			}
 		}
