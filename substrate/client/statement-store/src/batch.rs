@@ -1,6 +1,7 @@
 //! One atomic change: every column a submit, removal, eviction or maintenance step touches,
-//! written in a single parity-db commit, then mirrored into the cache and the membership set
-//! while readers are held off, so no query sees half of it.
+//! staged as one unit (and handed to parity-db inside one commit, see `staging`), then
+//! mirrored into the cache and the membership set while readers are held off, so no query
+//! sees half of it.
 
 use crate::{
 	posting::{decode_segment, encode_segment, segment_base},
@@ -250,8 +251,7 @@ impl<'a> Batch<'a> {
 		self.ops.push((schema::COL_META, schema::KEY_INTENT.to_vec(), Some(seq.encode())));
 
 		let view = inner.view.write();
-		inner.db.commit(self.ops)?;
-		inner.processor.queued();
+		inner.db.stage(self.ops);
 		for (key, id, add) in &self.postings {
 			inner.cache.update(key, |list| if *add { list.insert(*id) } else { list.remove(*id) });
 		}
@@ -266,8 +266,8 @@ impl<'a> Batch<'a> {
 			.notify(self.added.iter().map(|(_, record, encoding)| (record, encoding)));
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
 		drop(view);
-		// Readers already see the commit (parity-db serves it from memory); the writer lock,
-		// still held by our caller, keeps intent records in commit order.
+		// Readers already see the batch (it is staged); the writer lock, still held by our
+		// caller, keeps intent records in commit order.
 		if replayed.is_none() {
 			inner.intent.append(seq, &self.steps)?;
 			if inner.processor.backlogged() {

@@ -17,7 +17,10 @@
 //! Every statement gets a compact local id from an ever-growing admission counter. Its body
 //! (by id), its record (by hash), its journal entry, and its entries in the topic, decryption
 //! key, account, channel and expiry indexes are written in **one** parity-db commit together
-//! with the updated counters, so a crash at any point leaves all of them or none.
+//! with the updated counters, so a crash at any point leaves all of them or none. (One commit
+//! may carry several consecutive batches: acknowledged batches are staged in memory in front
+//! of parity-db and handed over together, so a key many batches rewrite, such as a posting
+//! segment or the counters, is written once.)
 //!
 //! The in-memory membership set that answers `has_statement` (6 bytes a statement) is written
 //! to [`SNAPSHOT_FILE`] when the store closes. Opening reads that snapshot if it matches the
@@ -34,8 +37,8 @@
 //! appended to the store's intent log (`intent-*.log` in the database directory: the batch's
 //! steps with a sequence number and a checksum), so it survives the process being killed at
 //! any moment; with [`Config::sync_wal`] the append is also fsynced, so it survives power
-//! loss. A background thread writes the commits to parity-db's log and deletes intent files
-//! parity-db covers. Opening redoes, in order, the batches parity-db lacks (each commit
+//! loss. A background thread hands the staged batches to parity-db, writes them to its log
+//! and deletes intent files parity-db covers. Opening redoes, in order, the batches parity-db lacks (each commit
 //! records its sequence number). A crash never leaves a change half-applied: parity-db
 //! replays whole log records or none, and a torn intent record was never acknowledged.
 #![warn(missing_docs)]
@@ -52,6 +55,7 @@ mod membership;
 mod metrics;
 mod posting;
 mod schema;
+mod staging;
 mod store;
 mod submit;
 mod subscription;

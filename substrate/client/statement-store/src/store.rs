@@ -6,6 +6,7 @@ use crate::{
 	metrics::{Metrics, MetricsSnapshot},
 	posting::{decode_segment, intersect, PostingList},
 	schema::{self, Counters, Id, PostingKey, Record},
+	staging::Database,
 	subscription::{Subscription, Subscriptions},
 	wal::{self, IntentLog, LogApplier, Processor},
 	AllowanceProvider, Config, Error, Result,
@@ -36,7 +37,8 @@ pub struct Store {
 pub(crate) struct Inner {
 	/// Declared first so it stops (and lets go of the database) before `db` is dropped.
 	_log_applier: LogApplier,
-	pub db: Arc<parity_db::Db>,
+	/// parity-db with the batches not yet handed to it (see `staging`).
+	pub db: Arc<Database>,
 	/// The redo log every acknowledged batch is appended to (see `wal`).
 	pub intent: Arc<IntentLog>,
 	/// Writes queued commits to parity-db's log.
@@ -105,7 +107,7 @@ impl Drop for Inner {
 		let shown = self.config.path.display().to_string();
 		let path = self.config.path.join(SNAPSHOT_FILE);
 		let started = std::time::Instant::now();
-		let saved = snapshot_tag(&self.db, &counters, &shown)
+		let saved = snapshot_tag(self.db.raw(), &counters, &shown)
 			.map_err(|err| err.to_string())
 			.and_then(|tag| self.membership.save(&path, &tag).map_err(|err| err.to_string()));
 		match saved {
@@ -193,6 +195,7 @@ impl Store {
 		let (intents, old_intent_files) = wal::read_intents(&path)?;
 		let next_seq = intents.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
 		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
+		let db = Arc::new(Database::new(db));
 		let processor = Arc::new(Processor::new(db.clone(), intent.clone(), config.sync_wal));
 		let writer = Arc::new(Mutex::new(counters));
 		let log_applier = LogApplier::start(processor.clone(), LOG_APPLY_PERIOD)

@@ -11,12 +11,13 @@
 //! parity-db commit (meta key `intent`), so after a crash opening knows exactly which batches
 //! parity-db already holds and redoes the rest, in order, from the same starting state.
 //!
-//! A background thread then does parity-db's work: it writes queued commits to parity-db's
-//! log, applies logged commits to the tables, recycles log files, and deletes intent files
+//! Acknowledged batches wait in memory, staged (see `staging`), and a background thread
+//! then does parity-db's work: it hands everything staged to parity-db as one commit, writes
+//! it to parity-db's log, applies logged commits to the tables, recycles log files, and deletes intent files
 //! whose every batch parity-db has written. parity-db runs with its own threads off; this
 //! thread does what they would, plus the intent bookkeeping.
 
-use crate::{Error, Result};
+use crate::{staging::Database, Error, Result};
 use codec::{Decode, Encode};
 use parking_lot::{Condvar, Mutex};
 use statement_primitives::{AccountId, Hash};
@@ -26,7 +27,7 @@ use std::{
 	io::{Read, Write},
 	path::{Path, PathBuf},
 	sync::{
-		atomic::{AtomicU64, AtomicUsize, Ordering},
+		atomic::{AtomicU64, Ordering},
 		Arc,
 	},
 	thread::JoinHandle,
@@ -267,47 +268,39 @@ impl IntentLog {
 	}
 }
 
-/// Moves queued commits into parity-db's log; shared by the background thread and writers
-/// that find too many commits waiting.
+/// Hands staged batches to parity-db and writes them to its log; shared by the background
+/// thread and writers that find too many batches staged.
 pub struct Processor {
-	db: Arc<parity_db::Db>,
+	db: Arc<Database>,
 	intent: Arc<IntentLog>,
 	sync: bool,
-	queued: AtomicUsize,
 	lock: Mutex<()>,
 }
 
-/// Past this many queued commits a writer writes them to parity-db's log itself, which
-/// bounds the memory parity-db holds for them.
-const MAX_QUEUED: usize = 1024;
+/// Past this many staged batches a writer hands them over itself, which bounds the memory
+/// they hold when the background thread falls behind.
+const MAX_STAGED: usize = 4096;
 
 impl Processor {
 	/// For `db`, whose batches are also appended to `intent`.
-	pub fn new(db: Arc<parity_db::Db>, intent: Arc<IntentLog>, sync: bool) -> Self {
-		Processor { db, intent, sync, queued: AtomicUsize::new(0), lock: Mutex::new(()) }
+	pub fn new(db: Arc<Database>, intent: Arc<IntentLog>, sync: bool) -> Self {
+		Processor { db, intent, sync, lock: Mutex::new(()) }
 	}
 
-	/// A batch was committed to parity-db's queue (before its intent record is appended).
-	pub fn queued(&self) {
-		self.queued.fetch_add(1, Ordering::AcqRel);
-	}
-
-	/// Whether writers should drain the queue themselves.
+	/// Whether writers should drain the staged batches themselves.
 	pub fn backlogged(&self) -> bool {
-		self.queued.load(Ordering::Acquire) > MAX_QUEUED
+		self.db.staged_batches() > MAX_STAGED
 	}
 
-	/// Write every queued commit to parity-db's log, then drop the intent files it covers.
+	/// Hand every staged batch to parity-db as one commit, write the commits to parity-db's
+	/// log, then drop the intent files it covers.
 	pub fn drain(&self) -> Result<()> {
 		let _lock = self.lock.lock();
-		// Read before counting: every batch appended so far was queued before its append.
+		// Read before handing over: every batch appended so far was staged before its append.
 		let covered = self.intent.last_appended();
-		let waiting = self.queued.swap(0, Ordering::AcqRel);
-		for _ in 0..waiting {
-			self.db.process_commits()?;
-		}
-		if waiting > 0 && self.sync {
-			self.db.flush_logs()?;
+		self.db.hand_over()?;
+		if self.db.process()? > 0 && self.sync {
+			self.db.raw().flush_logs()?;
 		}
 		self.intent.release_through(covered);
 		Ok(())
@@ -316,11 +309,12 @@ impl Processor {
 	/// Apply logged commits to the tables and recycle log files.
 	fn apply(&self) -> Result<()> {
 		self.drain()?;
-		self.db.enact_logs()?;
-		self.db.clean_logs()?;
+		let db = self.db.raw();
+		db.enact_logs()?;
+		db.clean_logs()?;
 		let _lock = self.lock.lock();
-		self.db.process_reindex()?;
-		self.db.flush_logs()?;
+		db.process_reindex()?;
+		db.flush_logs()?;
 		Ok(())
 	}
 }

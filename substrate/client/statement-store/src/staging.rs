@@ -1,0 +1,217 @@
+//! The database as the store sees it: parity-db with the batches not yet handed to it staged
+//! in memory in front.
+//!
+//! parity-db's cost per commit has a large fixed part (planning walks every value table of
+//! every column) and rewrites every btree node and posting segment a commit touches. A submit
+//! stream produces one small batch after another that touch the same few segments, counters
+//! and the rightmost leaves of the journal and expiry btrees. So batches are not committed one
+//! by one: each is *staged* here (durable already through the intent log, see `wal`), and the
+//! background thread hands everything staged to parity-db as one commit, in which a key
+//! written by many batches is written once with its newest value.
+//!
+//! Point reads look in the staged changes first. Ordered iteration (maintenance, eviction,
+//! posting lists read from disk, the journal) first hands the staged changes to parity-db, so
+//! parity-db's iterators see them. Staging never changes what a reader sees: a change moves
+//! from the staged set to parity-db only after parity-db serves it.
+
+use crate::{schema, Result};
+use parity_db::ColId;
+use parking_lot::{Mutex, RwLock};
+use std::{
+	collections::HashMap,
+	hash::BuildHasherDefault,
+	sync::{
+		atomic::{AtomicUsize, Ordering},
+		Arc,
+	},
+};
+use twox_hash::XxHash64;
+
+type Changes = HashMap<Vec<u8>, Option<Vec<u8>>, BuildHasherDefault<XxHash64>>;
+
+#[derive(Default)]
+struct Staged {
+	/// Per column, the newest value of each key written since the last hand-over.
+	current: Vec<Changes>,
+	/// Batches in `current`.
+	batches: usize,
+	/// What is being handed over right now, until parity-db serves it.
+	handing_over: Option<Arc<Vec<Changes>>>,
+}
+
+/// parity-db plus the staged batches (see the module documentation).
+pub struct Database {
+	db: Arc<parity_db::Db>,
+	staged: RwLock<Staged>,
+	/// Keys in `current` and `handing_over`; zero lets reads skip the staged set.
+	staged_keys: AtomicUsize,
+	/// Serialises hand-overs, so commits reach parity-db in staging order.
+	hand_over: Mutex<()>,
+	/// Commits handed to parity-db and not yet written to its log.
+	unprocessed: AtomicUsize,
+}
+
+fn empty_changes() -> Vec<Changes> {
+	(0..schema::COLUMNS).map(|_| Changes::default()).collect()
+}
+
+impl Database {
+	/// `db`, with nothing staged.
+	pub fn new(db: Arc<parity_db::Db>) -> Self {
+		Database {
+			db,
+			staged: RwLock::new(Staged { current: empty_changes(), ..Staged::default() }),
+			staged_keys: AtomicUsize::new(0),
+			hand_over: Mutex::new(()),
+			unprocessed: AtomicUsize::new(0),
+		}
+	}
+
+	/// parity-db itself, for code that runs before anything is staged (opening) or after
+	/// everything was handed over (closing).
+	pub fn raw(&self) -> &parity_db::Db {
+		&self.db
+	}
+
+	/// The value of `key` in `col`: staged, or from parity-db.
+	pub fn get(&self, col: ColId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+		if self.staged_keys.load(Ordering::Acquire) != 0 {
+			let staged = self.staged.read();
+			if let Some(value) = staged.current[col as usize].get(key) {
+				return Ok(value.clone());
+			}
+			if let Some(value) =
+				staged.handing_over.as_ref().and_then(|changes| changes[col as usize].get(key))
+			{
+				return Ok(value.clone());
+			}
+		}
+		Ok(self.db.get(col, key)?)
+	}
+
+	/// An ordered iterator over `col`, which sees every change staged so far.
+	pub fn iter(&self, col: ColId) -> Result<parity_db::BTreeIterator<'_>> {
+		self.hand_over()?;
+		Ok(self.db.iter(col)?)
+	}
+
+	/// Stage one batch. The caller holds the store's view lock exclusively, so readers see
+	/// all of the batch or none of it.
+	pub fn stage(&self, ops: Vec<(ColId, Vec<u8>, Option<Vec<u8>>)>) {
+		let mut staged = self.staged.write();
+		for (col, key, value) in ops {
+			staged.current[col as usize].insert(key, value);
+		}
+		staged.batches += 1;
+		self.staged_keys.store(Self::count(&staged), Ordering::Release);
+	}
+
+	/// Batches staged and not yet handed to parity-db.
+	pub fn staged_batches(&self) -> usize {
+		self.staged.read().batches
+	}
+
+	fn count(staged: &Staged) -> usize {
+		let keys = |changes: &[Changes]| changes.iter().map(HashMap::len).sum::<usize>();
+		keys(&staged.current) + staged.handing_over.as_deref().map_or(0, |c| keys(c))
+	}
+
+	/// Hand everything staged to parity-db as one commit; parity-db serves it from memory
+	/// once this returns. Returns whether there was anything to hand over.
+	pub fn hand_over(&self) -> Result<bool> {
+		if self.staged_keys.load(Ordering::Acquire) == 0 {
+			return Ok(false);
+		}
+		let _serial = self.hand_over.lock();
+		let changes = {
+			let mut staged = self.staged.write();
+			if staged.batches == 0 {
+				return Ok(false);
+			}
+			let changes = Arc::new(std::mem::replace(&mut staged.current, empty_changes()));
+			staged.batches = 0;
+			staged.handing_over = Some(changes.clone());
+			changes
+		};
+		let ops = changes.iter().enumerate().flat_map(|(col, changes)| {
+			changes.iter().map(move |(key, value)| (col as ColId, key.as_slice(), value.clone()))
+		});
+		let committed = self.db.commit(ops);
+		let mut staged = self.staged.write();
+		if committed.is_ok() {
+			self.unprocessed.fetch_add(1, Ordering::AcqRel);
+			staged.handing_over = None;
+		} else {
+			// Keep serving the changes from memory and try again at the next hand-over.
+			let failed = staged.handing_over.take().expect("set above");
+			let newer = std::mem::replace(&mut staged.current, empty_changes());
+			staged.current = Arc::try_unwrap(failed).unwrap_or_else(|shared| (*shared).clone());
+			for (col, changes) in newer.into_iter().enumerate() {
+				staged.current[col].extend(changes);
+			}
+			staged.batches += 1;
+		}
+		self.staged_keys.store(Self::count(&staged), Ordering::Release);
+		committed?;
+		Ok(true)
+	}
+
+	/// Write the commits handed over so far to parity-db's log; returns how many there were.
+	pub fn process(&self) -> Result<usize> {
+		let waiting = self.unprocessed.swap(0, Ordering::AcqRel);
+		for _ in 0..waiting {
+			self.db.process_commits()?;
+		}
+		Ok(waiting)
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	fn database(dir: &std::path::Path) -> Database {
+		let db = parity_db::Db::open_or_create(&schema::db_options(dir, false)).unwrap();
+		Database::new(Arc::new(db))
+	}
+
+	#[test]
+	fn staged_values_are_read_before_handover_and_after() {
+		let dir = tempfile::tempdir().unwrap();
+		let db = database(dir.path());
+		db.stage(vec![(schema::COL_META, b"a".to_vec(), Some(b"1".to_vec()))]);
+		db.stage(vec![
+			(schema::COL_META, b"a".to_vec(), Some(b"2".to_vec())),
+			(schema::COL_META, b"b".to_vec(), Some(b"3".to_vec())),
+		]);
+		assert_eq!(db.staged_batches(), 2);
+		assert_eq!(db.get(schema::COL_META, b"a").unwrap(), Some(b"2".to_vec()));
+		assert_eq!(db.raw().get(schema::COL_META, b"a").unwrap(), None);
+		assert!(db.hand_over().unwrap());
+		assert_eq!(db.staged_batches(), 0);
+		assert_eq!(db.raw().get(schema::COL_META, b"a").unwrap(), Some(b"2".to_vec()));
+		db.stage(vec![(schema::COL_META, b"b".to_vec(), None)]);
+		assert_eq!(db.get(schema::COL_META, b"b").unwrap(), None, "a staged removal hides");
+		assert_eq!(db.process().unwrap(), 1);
+		assert!(db.hand_over().unwrap());
+		assert_eq!(db.process().unwrap(), 1);
+		assert_eq!(db.raw().get(schema::COL_META, b"b").unwrap(), None);
+		assert!(!db.hand_over().unwrap(), "nothing left to hand over");
+	}
+
+	#[test]
+	fn iteration_sees_staged_changes() {
+		let dir = tempfile::tempdir().unwrap();
+		let db = database(dir.path());
+		for id in [3u64, 1, 2] {
+			db.stage(vec![(schema::COL_JOURNAL, id.to_be_bytes().to_vec(), Some(vec![id as u8]))]);
+		}
+		let mut iter = db.iter(schema::COL_JOURNAL).unwrap();
+		iter.seek_to_first().unwrap();
+		let mut seen = Vec::new();
+		while let Some((_, value)) = iter.next().unwrap() {
+			seen.push(value[0]);
+		}
+		assert_eq!(seen, vec![1, 2, 3]);
+	}
+}
