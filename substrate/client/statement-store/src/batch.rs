@@ -86,6 +86,7 @@ impl<'a> Batch<'a> {
 		for key in record.posting_keys() {
 			self.posting(key, id, true)?;
 		}
+		self.postings.push((PostingKey::All, id, true));
 		let usage = self.usage_mut(&account)?;
 		usage.count += 1;
 		usage.data_size += u64::from(record.data_len);
@@ -128,6 +129,7 @@ impl<'a> Batch<'a> {
 		for key in record.posting_keys() {
 			self.posting(key, id, false)?;
 		}
+		self.postings.push((PostingKey::All, id, false));
 		let usage = self.usage_mut(&record.account)?;
 		usage.count = usage.count.saturating_sub(1);
 		usage.data_size = usage.data_size.saturating_sub(u64::from(record.data_len));
@@ -254,6 +256,9 @@ impl<'a> Batch<'a> {
 		inner.db.stage(self.ops);
 		for (key, id, add) in &self.postings {
 			inner.cache.update(key, |list| if *add { list.insert(*id) } else { list.remove(*id) });
+		}
+		if self.added.iter().any(|(_, record, _)| record.decryption_key.is_some()) {
+			inner.keyed.store(true, std::sync::atomic::Ordering::Relaxed);
 		}
 		for hash in &self.removed {
 			inner.membership.remove(hash);

@@ -199,9 +199,9 @@ mod tests {
 			cache.insert(PostingKey::Topic([byte; 32]), list(100));
 		}
 		assert!(cache.used_bytes() <= SHARDS * 2000, "{}", cache.used_bytes());
-		cache.insert(PostingKey::NoKey, list(10_000));
+		cache.insert(PostingKey::Keyed, list(10_000));
 		assert!(
-			cache.get(&PostingKey::NoKey).is_none(),
+			cache.get(&PostingKey::Keyed).is_none(),
 			"a list over a shard's budget is not kept"
 		);
 	}

@@ -39,7 +39,9 @@ pub const COL_USAGE: ColId = 10;
 pub const COLUMNS: u8 = 11;
 
 /// Version written by this build.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: the list of statements without a key (prefix 0) became the list of statements with one
+/// (prefix 3).
+pub const SCHEMA_VERSION: u32 = 2;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
 pub const KEY_COUNTERS: &[u8] = b"counters";
@@ -124,33 +126,46 @@ impl Record {
 		}
 	}
 
-	/// The posting lists this statement appears in: its key (or "no key") and each topic.
+	/// The posting lists on disk this statement appears in: its decryption key and the list
+	/// of keyed statements (if it has a key), and each topic. Broadcasts are the statements
+	/// outside the keyed list, so the common statement without a key adds to no list but
+	/// its topics'.
 	pub fn posting_keys(&self) -> impl Iterator<Item = PostingKey> + '_ {
-		let key = match self.decryption_key {
-			Some(key) => PostingKey::DecryptionKey(key),
-			None => PostingKey::NoKey,
-		};
-		std::iter::once(key).chain(self.topics.iter().map(|topic| PostingKey::Topic(topic.0)))
+		let keyed = self
+			.decryption_key
+			.map(|key| [PostingKey::DecryptionKey(key), PostingKey::Keyed])
+			.into_iter()
+			.flatten();
+		keyed.chain(self.topics.iter().map(|topic| PostingKey::Topic(topic.0)))
 	}
 }
 
 /// Names one posting list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PostingKey {
-	/// Statements without a decryption key (broadcasts).
-	NoKey,
+	/// Every stored statement. Never written as segments: read from the journal, and kept
+	/// up to date in the cache like the others.
+	All,
+	/// Statements that carry a decryption key (any key).
+	Keyed,
 	/// Statements encrypted to this key.
 	DecryptionKey(DecryptionKey),
 	/// Statements carrying this topic.
 	Topic([u8; 32]),
 }
 
+/// First byte of the segments of schema 1's list of statements without a decryption key,
+/// replaced by [`PostingKey::Keyed`] in schema 2.
+pub const LEGACY_NO_KEY_PREFIX: u8 = 0;
+
 impl PostingKey {
-	/// Byte prefix of this list's segments in [`COL_POSTING`].
+	/// Byte prefix of this list's segments in [`COL_POSTING`] ([`PostingKey::All`] has no
+	/// segments; its prefix matches nothing on disk).
 	pub fn prefix(&self) -> Vec<u8> {
 		let mut out = Vec::with_capacity(33);
 		match self {
-			PostingKey::NoKey => out.push(0),
+			PostingKey::All => out.push(4),
+			PostingKey::Keyed => out.push(3),
 			PostingKey::DecryptionKey(key) => {
 				out.push(1);
 				out.extend_from_slice(key);
@@ -261,7 +276,8 @@ mod tests {
 		let topic = PostingKey::Topic([1; 32]).prefix();
 		let key = PostingKey::DecryptionKey([1; 32]).prefix();
 		assert_ne!(topic, key);
-		assert_eq!(PostingKey::NoKey.prefix(), vec![0]);
+		assert_eq!(PostingKey::Keyed.prefix(), vec![3]);
+		assert_ne!(PostingKey::Keyed.prefix()[0], LEGACY_NO_KEY_PREFIX);
 		assert!(PostingKey::Topic([1; 32]).segment_key(5).starts_with(&topic));
 	}
 

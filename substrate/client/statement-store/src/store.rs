@@ -4,7 +4,7 @@ use crate::{
 	cache::PostingCache,
 	membership::{Membership, SnapshotTag},
 	metrics::{Metrics, MetricsSnapshot},
-	posting::{decode_segment, intersect, PostingList},
+	posting::{decode_segment, encode_segment, intersect, segment_base, PostingList},
 	schema::{self, Counters, Id, PostingKey, Record},
 	staging::Database,
 	subscription::{Subscription, Subscriptions},
@@ -18,7 +18,7 @@ use statement_primitives::{
 	SubmitResult, Topic, TopicFilter,
 };
 use std::sync::{
-	atomic::{AtomicU64, Ordering},
+	atomic::{AtomicBool, AtomicU64, Ordering},
 	Arc,
 };
 
@@ -53,8 +53,14 @@ pub(crate) struct Inner {
 	pub allowances: Arc<dyn AllowanceProvider>,
 	pub subscriptions: Subscriptions,
 	pub metrics: Metrics,
-	/// Statement bodies decoded, so tests can prove that opening decodes none.
+	/// Statement bodies decoded while opening, so tests can prove that opening decodes none.
+	/// Counted only until `open` returns, so queries do not share a contended counter.
 	pub body_decodes: AtomicU64,
+	/// Cleared when `open` returns.
+	pub opening: AtomicBool,
+	/// Whether the keyed list may be non-empty; when not, broadcasts skip subtracting it.
+	/// Set when the store holds (or admits) a statement with a key; never cleared while open.
+	pub keyed: AtomicBool,
 	/// Where the next allowance re-check slice starts.
 	pub allowance_cursor: Mutex<Option<AccountId>>,
 	/// Whether opening read the membership set from its snapshot instead of the journal.
@@ -188,6 +194,7 @@ impl Store {
 			counters.total_size,
 			if reopened_from_snapshot { " (membership from snapshot)" } else { "" }
 		);
+		let keyed = has_segments(&db, PostingKey::Keyed)?;
 		let intent_seq: u64 = match db.get(schema::COL_META, schema::KEY_INTENT)? {
 			Some(bytes) => schema::decode_value(schema::COL_META, &bytes)?,
 			None => 0,
@@ -214,6 +221,8 @@ impl Store {
 			subscriptions: Subscriptions::default(),
 			metrics: Metrics::default(),
 			body_decodes: AtomicU64::new(0),
+			opening: AtomicBool::new(true),
+			keyed: AtomicBool::new(keyed),
 			allowance_cursor: Mutex::new(None),
 			reopened_from_snapshot,
 		};
@@ -226,6 +235,7 @@ impl Store {
 		}
 		let counters = *inner.writer.lock();
 		inner.metrics.set_totals(counters.count, counters.total_size);
+		inner.opening.store(false, Ordering::Relaxed);
 		Ok(Store { inner: Arc::new(inner) })
 	}
 
@@ -250,8 +260,8 @@ impl Store {
 		snapshot
 	}
 
-	/// Statement bodies decoded since open (opening itself decodes none).
-	pub fn body_decodes(&self) -> u64 {
+	/// Statement bodies decoded while opening (none: opening reads ids and hashes only).
+	pub fn body_decodes_while_opening(&self) -> u64 {
 		self.inner.body_decodes.load(Ordering::Relaxed)
 	}
 
@@ -290,11 +300,10 @@ impl Store {
 				for topic in topics {
 					lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
 				}
-				let ids = if lists.is_empty() {
-					self.inner.all_ids()?
-				} else {
-					intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>())
-				};
+				if lists.is_empty() {
+					lists.push(self.inner.posting_list(PostingKey::All)?);
+				}
+				let ids = intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>());
 				self.inner.bodies(&ids)?
 			}
 			TopicFilter::MatchAny(topics) => {
@@ -308,29 +317,45 @@ impl Store {
 				ids.dedup();
 				self.inner.bodies(&ids)?
 			}
-			TopicFilter::Any => self.inner.bodies(&self.inner.all_ids()?)?,
+			TopicFilter::Any => {
+				self.inner.bodies(self.inner.posting_list(PostingKey::All)?.ids())?
+			}
 		};
 		let live = self.inner.subscriptions.add(filter);
 		Ok(Subscription { replay, live })
 	}
 
-	/// Ids of statements carrying all `topics` and the given key (or no key).
-	fn match_all(&self, key: PostingKey, topics: &[Topic]) -> Result<Vec<Id>> {
+	/// Ids of statements carrying all `topics` and encrypted to `key`, or (no key) those
+	/// without a decryption key.
+	fn match_all(&self, key: Option<DecryptionKey>, topics: &[Topic]) -> Result<Vec<Id>> {
 		check_match_all(topics)?;
-		let mut lists = vec![self.inner.posting_list(key)?];
+		let mut lists = Vec::with_capacity(topics.len() + 1);
+		if let Some(key) = key {
+			lists.push(self.inner.posting_list(PostingKey::DecryptionKey(key))?);
+		}
 		for topic in topics {
-			if lists.last().is_some_and(|list| list.is_empty()) {
+			if lists.last().is_some_and(|list: &Arc<PostingList>| list.is_empty()) {
 				return Ok(Vec::new());
 			}
 			lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
 		}
-		Ok(intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()))
+		if lists.is_empty() {
+			lists.push(self.inner.posting_list(PostingKey::All)?);
+		}
+		let mut ids = intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>());
+		if key.is_none() && !ids.is_empty() && self.inner.keyed.load(Ordering::Relaxed) {
+			let keyed = self.inner.posting_list(PostingKey::Keyed)?;
+			if !keyed.is_empty() {
+				ids.retain(|id| keyed.ids().binary_search(id).is_err());
+			}
+		}
+		Ok(ids)
 	}
 
 	/// For each matching statement, `map` of its encoding and decoded form.
 	fn query<T>(
 		&self,
-		key: PostingKey,
+		key: Option<DecryptionKey>,
 		topics: &[Topic],
 		mut map: impl FnMut(Vec<u8>, Statement) -> Option<T>,
 	) -> Result<Vec<T>> {
@@ -372,23 +397,20 @@ impl Inner {
 		if let Some(list) = self.cache.get(&key) {
 			return Ok(list);
 		}
-		let prefix = key.prefix();
-		let mut iter = self.db.iter(schema::COL_POSTING)?;
-		iter.seek(&prefix)?;
-		let mut ids = Vec::new();
-		while let Some((segment_key, value)) = iter.next()? {
-			if !segment_key.starts_with(&prefix) || segment_key.len() != prefix.len() + 8 {
-				break;
+		let ids = match key {
+			PostingKey::All => self.all_ids()?,
+			_ => {
+				self.db.hand_over()?;
+				segments(self.db.raw(), key)?
 			}
-			decode_segment(&value, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
-		}
+		};
 		let list = Arc::new(PostingList::from_sorted(ids));
 		self.cache.insert(key, list.clone());
 		Ok(list)
 	}
 
 	/// Every stored id, from the journal.
-	pub fn all_ids(&self) -> Result<Vec<Id>> {
+	fn all_ids(&self) -> Result<Vec<Id>> {
 		let mut iter = self.db.iter(schema::COL_JOURNAL)?;
 		iter.seek_to_first()?;
 		let mut ids = Vec::new();
@@ -413,7 +435,9 @@ impl Inner {
 	}
 
 	pub fn decode_body(&self, body: &[u8]) -> Result<Statement> {
-		self.body_decodes.fetch_add(1, Ordering::Relaxed);
+		if self.opening.load(Ordering::Relaxed) {
+			self.body_decodes.fetch_add(1, Ordering::Relaxed);
+		}
 		Statement::from_bytes(body)
 			.map_err(|err| Error::BadValue { column: schema::COL_BODY, detail: err.to_string() })
 	}
@@ -429,6 +453,35 @@ impl Inner {
 
 pub(crate) fn bad(column: u8, what: &str) -> Error {
 	Error::BadValue { column, detail: format!("malformed {what}") }
+}
+
+/// Whether `key` has any segment on disk.
+fn has_segments(db: &parity_db::Db, key: PostingKey) -> Result<bool> {
+	let prefix = key.prefix();
+	let mut iter = db.iter(schema::COL_POSTING)?;
+	iter.seek(&prefix)?;
+	Ok(iter.next()?.is_some_and(|(segment_key, _)| segment_key.starts_with(&prefix)))
+}
+
+/// The ids in `key`'s segments on disk.
+fn segments(db: &parity_db::Db, key: PostingKey) -> Result<Vec<Id>> {
+	segments_under(db, &key.prefix(), key.prefix().len() + 8)
+}
+
+/// The ids in the posting segments whose keys start with `prefix` and are `key_len` long.
+fn segments_under(db: &parity_db::Db, prefix: &[u8], key_len: usize) -> Result<Vec<Id>> {
+	let mut iter = db.iter(schema::COL_POSTING)?;
+	iter.seek(prefix)?;
+	let mut ids = Vec::new();
+	while let Some((segment_key, value)) = iter.next()? {
+		if !segment_key.starts_with(prefix) {
+			break;
+		}
+		if segment_key.len() == key_len {
+			decode_segment(&value, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
+		}
+	}
+	Ok(ids)
 }
 
 /// Refuse a directory that holds files but no parity-db metadata: opening it would create a
@@ -482,7 +535,7 @@ fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 					supported: schema::SCHEMA_VERSION,
 				});
 			}
-			migrate(db, version)?;
+			migrate(db, version, path, sync)?;
 			let counters = db
 				.get(schema::COL_META, schema::KEY_COUNTERS)?
 				.ok_or_else(|| corrupt("the counters are missing".into()))?;
@@ -491,10 +544,42 @@ fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 	}
 }
 
-/// Bring an older schema up to [`schema::SCHEMA_VERSION`]. Version 1 is the first; later
-/// versions add a step here, each in one commit.
-fn migrate(_db: &parity_db::Db, version: u32) -> Result<()> {
-	debug_assert!(version <= schema::SCHEMA_VERSION);
+/// Bring an older schema up to [`schema::SCHEMA_VERSION`], one commit per step, so a crash
+/// leaves either version, never a mix.
+fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) -> Result<()> {
+	if version < 2 {
+		// Schema 2 lists the statements that have a decryption key instead of those that do
+		// not: the union of the per-key lists replaces the no-key list.
+		let started = std::time::Instant::now();
+		log::info!(target: "statement-store", "{path}: upgrading the database to schema 2");
+		let key_prefix = PostingKey::DecryptionKey([0; 32]).prefix()[..1].to_vec();
+		let mut keyed = segments_under(db, &key_prefix, key_prefix.len() + 32 + 8)?;
+		keyed.sort_unstable();
+		keyed.dedup();
+		let mut ops = Vec::new();
+		let legacy = [schema::LEGACY_NO_KEY_PREFIX];
+		let mut iter = db.iter(schema::COL_POSTING)?;
+		iter.seek(&legacy)?;
+		while let Some((segment_key, _)) = iter.next()? {
+			if !segment_key.starts_with(&legacy) {
+				break;
+			}
+			ops.push((schema::COL_POSTING, segment_key, None));
+		}
+		drop(iter);
+		for chunk in keyed.chunk_by(|a, b| segment_base(*a) == segment_base(*b)) {
+			let key = PostingKey::Keyed.segment_key(segment_base(chunk[0]));
+			ops.push((schema::COL_POSTING, key, Some(encode_segment(chunk))));
+		}
+		ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(2u32.encode())));
+		wal::commit(db, ops, sync)?;
+		log::info!(
+			target: "statement-store",
+			"{path}: upgraded to schema 2 in {:?} ({} statements with a key)",
+			started.elapsed(),
+			keyed.len()
+		);
+	}
 	Ok(())
 }
 
@@ -629,7 +714,7 @@ impl StatementStore for Store {
 	}
 
 	fn broadcasts(&self, topics: &[Topic]) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(PostingKey::NoKey, topics, |_, statement| statement.into_data())?)
+		Ok(self.query(None, topics, |_, statement| statement.into_data())?)
 	}
 
 	fn posted(
@@ -637,8 +722,7 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self
-			.query(PostingKey::DecryptionKey(dest), topics, |_, statement| statement.into_data())?)
+		Ok(self.query(Some(dest), topics, |_, statement| statement.into_data())?)
 	}
 
 	fn posted_clear(
@@ -646,13 +730,11 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(PostingKey::DecryptionKey(dest), topics, |_, statement| {
-			self.decrypt(&dest, &statement)
-		})?)
+		Ok(self.query(Some(dest), topics, |_, statement| self.decrypt(&dest, &statement))?)
 	}
 
 	fn broadcasts_stmt(&self, topics: &[Topic]) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(PostingKey::NoKey, topics, |body, _| Some(body))?)
+		Ok(self.query(None, topics, |body, _| Some(body))?)
 	}
 
 	fn posted_stmt(
@@ -660,7 +742,7 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(PostingKey::DecryptionKey(dest), topics, |body, _| Some(body))?)
+		Ok(self.query(Some(dest), topics, |body, _| Some(body))?)
 	}
 
 	fn posted_clear_stmt(
@@ -668,7 +750,7 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(PostingKey::DecryptionKey(dest), topics, |mut body, statement| {
+		Ok(self.query(Some(dest), topics, |mut body, statement| {
 			let clear = self.decrypt(&dest, &statement)?;
 			body.extend_from_slice(&clear);
 			Some(body)
@@ -701,6 +783,92 @@ mod tests {
 	fn poke(path: &std::path::Path, ops: Vec<(u8, Vec<u8>, Option<Vec<u8>>)>) {
 		let db = parity_db::Db::open(&schema::db_options(path, false)).unwrap();
 		wal::commit(&db, ops, false).unwrap();
+	}
+
+	fn signed(n: u8, key: Option<u8>) -> Statement {
+		use sp_core::Pair;
+		let mut statement = Statement::new();
+		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
+		statement.set_topic(0, Topic([n % 4; 32]));
+		if let Some(key) = key {
+			statement.set_decryption_key([key; 32]);
+		}
+		statement.set_plain_data(vec![n]);
+		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n % 8; 32]));
+		statement
+	}
+
+	/// Every query answer this test looks at, sorted.
+	fn answers(store: &Store) -> Vec<Vec<Vec<u8>>> {
+		let mut out = vec![store.broadcasts(&[]).unwrap()];
+		for t in 0..4 {
+			out.push(store.broadcasts(&[Topic([t; 32])]).unwrap());
+			for key in 0..2 {
+				out.push(store.posted(&[Topic([t; 32])], [key; 32]).unwrap());
+			}
+		}
+		out.iter_mut().for_each(|answer| answer.sort());
+		out
+	}
+
+	#[test]
+	fn a_schema_1_database_is_upgraded_and_answers_the_same() {
+		let dir = tempfile::tempdir().unwrap();
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+		let store = open();
+		for n in 0..120u8 {
+			let statement = signed(n, (n % 3 == 0).then_some(n % 2));
+			assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+		}
+		let expected = answers(&store);
+		assert_eq!(expected[0].len(), 80, "broadcasts are the 80 statements without a key");
+		drop(store);
+
+		// Rewrite the posting lists as schema 1 had them: the statements without a key in a
+		// list under prefix 0, no list of keyed statements.
+		let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+		let keyed = segments(&db, PostingKey::Keyed).unwrap();
+		let mut ops = Vec::new();
+		let mut iter = db.iter(schema::COL_POSTING).unwrap();
+		iter.seek(&PostingKey::Keyed.prefix()).unwrap();
+		while let Some((key, _)) = iter.next().unwrap() {
+			if key.starts_with(&PostingKey::Keyed.prefix()) {
+				ops.push((schema::COL_POSTING, key, None));
+			}
+		}
+		drop(iter);
+		let mut no_key = Vec::new();
+		let mut journal = db.iter(schema::COL_JOURNAL).unwrap();
+		journal.seek_to_first().unwrap();
+		while let Some((key, _)) = journal.next().unwrap() {
+			let id = schema::be_u64(&key, 0).unwrap();
+			if keyed.binary_search(&id).is_err() {
+				no_key.push(id);
+			}
+		}
+		drop(journal);
+		let mut legacy_key = vec![schema::LEGACY_NO_KEY_PREFIX];
+		legacy_key.extend_from_slice(&0u64.to_be_bytes());
+		ops.push((schema::COL_POSTING, legacy_key, Some(encode_segment(&no_key))));
+		ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(1u32.encode())));
+		wal::commit(&db, ops, false).unwrap();
+		drop(db);
+
+		let store = open();
+		assert_eq!(answers(&store), expected);
+		let statement = signed(200, None);
+		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+		assert_eq!(store.broadcasts(&[]).unwrap().len(), 81);
+		drop(store);
+		let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+		assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(2u32.encode()));
+		assert_eq!(segments(&db, PostingKey::Keyed).unwrap(), keyed);
+		let mut iter = db.iter(schema::COL_POSTING).unwrap();
+		iter.seek_to_first().unwrap();
+		let (first, _) = iter.next().unwrap().unwrap();
+		assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
 	}
 
 	#[test]
