@@ -125,6 +125,9 @@ pub struct RunCmd {
 	/// MiB of topic posting lists the query cache may hold.
 	#[arg(long, default_value_t = 64)]
 	pub statement_store_cache_mib: usize,
+	/// MiB of recently read statements kept in memory for queries (0 turns it off).
+	#[arg(long, default_value_t = 16)]
+	pub statement_store_body_cache_mib: usize,
 	/// P2P port (accepted for orchestrators; networking is not built yet).
 	#[arg(long)]
 	pub port: Option<u16>,

@@ -71,6 +71,7 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	config.max_total_statements = cmd.statement_store_max_total_statements;
 	config.max_total_size = cmd.statement_store_max_total_size;
 	config.cache_bytes = cmd.statement_store_cache_mib.saturating_mul(1024 * 1024);
+	config.body_cache_bytes = cmd.statement_store_body_cache_mib.saturating_mul(1024 * 1024);
 	let store = Store::open(config, Arc::new(allowances)).map_err(|err| match err {
 		StoreError::Db(parity_db_error) if parity_db_error.to_string().contains("in use") => {
 			format!(

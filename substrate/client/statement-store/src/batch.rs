@@ -24,7 +24,7 @@ pub struct Batch<'a> {
 	usage: HashMap<AccountId, Usage>,
 	counters: Counters,
 	added: Vec<(Hash, Record, Vec<u8>)>,
-	removed: Vec<Hash>,
+	removed: Vec<(Hash, Id)>,
 	/// What the batch did, for the intent log.
 	steps: Vec<Step>,
 }
@@ -139,7 +139,7 @@ impl<'a> Batch<'a> {
 		if let Some(until) = ban_until {
 			self.ban(hash, until);
 		}
-		self.removed.push(*hash);
+		self.removed.push((*hash, id));
 		Ok(())
 	}
 
@@ -254,14 +254,18 @@ impl<'a> Batch<'a> {
 
 		let view = inner.view.write();
 		inner.db.stage(self.ops);
+		if !self.postings.is_empty() {
+			inner.cache.changed();
+		}
 		for (key, id, add) in &self.postings {
 			inner.cache.update(key, |list| if *add { list.insert(*id) } else { list.remove(*id) });
 		}
 		if self.added.iter().any(|(_, record, _)| record.decryption_key.is_some()) {
 			inner.keyed.store(true, std::sync::atomic::Ordering::Relaxed);
 		}
-		for hash in &self.removed {
+		for (hash, id) in &self.removed {
 			inner.membership.remove(hash);
+			inner.bodies.remove(*id);
 		}
 		for (hash, _, _) in &self.added {
 			inner.membership.insert(hash);

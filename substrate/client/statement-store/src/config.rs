@@ -56,6 +56,8 @@ pub struct Config {
 	pub ban_period: Duration,
 	/// Bytes of decoded posting lists the MatchAll cache may hold.
 	pub cache_bytes: usize,
+	/// Bytes of recently read statement bodies kept in memory (0 turns the cache off).
+	pub body_cache_bytes: usize,
 	/// Longest one maintenance slice may run before yielding to submits.
 	pub maintenance_budget: Duration,
 	/// fsync the log before acknowledging each change, so that acknowledged changes survive
@@ -81,6 +83,8 @@ pub const DEFAULT_MAX_TOTAL_SIZE: u64 = 2 * 1024 * 1024 * 1024;
 pub const DEFAULT_BAN_PERIOD: Duration = Duration::from_secs(48 * 3600);
 /// 64 MiB of posting lists.
 pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// 16 MiB of statement bodies (about 40,000 statements of 256 data bytes).
+pub const DEFAULT_BODY_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 impl Config {
 	/// Production defaults for a store at `path`.
@@ -91,6 +95,7 @@ impl Config {
 			max_total_size: DEFAULT_MAX_TOTAL_SIZE,
 			ban_period: DEFAULT_BAN_PERIOD,
 			cache_bytes: DEFAULT_CACHE_BYTES,
+			body_cache_bytes: DEFAULT_BODY_CACHE_BYTES,
 			maintenance_budget: Duration::from_millis(20),
 			sync_wal: false,
 			clock: Clock::system(),

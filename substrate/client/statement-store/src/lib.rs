@@ -45,6 +45,7 @@
 
 mod allowance;
 mod batch;
+mod bodies;
 mod cache;
 #[cfg(feature = "chain")]
 mod chain_allowance;
@@ -59,14 +60,15 @@ mod staging;
 mod store;
 mod submit;
 mod subscription;
+mod view;
 mod wal;
 
 pub use allowance::{AllowanceProvider, MapAllowances};
 #[cfg(feature = "chain")]
 pub use chain_allowance::{AllowanceAt, ChainAllowances};
 pub use config::{
-	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_CACHE_BYTES, DEFAULT_MAX_TOTAL_SIZE,
-	DEFAULT_MAX_TOTAL_STATEMENTS,
+	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_BODY_CACHE_BYTES, DEFAULT_CACHE_BYTES,
+	DEFAULT_MAX_TOTAL_SIZE, DEFAULT_MAX_TOTAL_STATEMENTS,
 };
 pub use error::{Error, Result};
 pub use maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};

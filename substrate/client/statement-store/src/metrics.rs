@@ -33,7 +33,7 @@ pub struct MetricsSnapshot {
 	pub cache_hits: u64,
 	/// MatchAll cache misses (lists read from disk).
 	pub cache_misses: u64,
-	/// Bytes of posting lists in the cache.
+	/// Bytes held by the caches: posting lists and statement bodies.
 	pub cache_bytes: u64,
 	/// Open subscriptions.
 	pub subscriptions: u64,

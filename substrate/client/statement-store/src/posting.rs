@@ -61,6 +61,14 @@ pub struct PostingList {
 }
 
 impl PostingList {
+	/// The empty list.
+	pub const EMPTY: PostingList = PostingList { ids: Vec::new() };
+
+	/// Number of ids.
+	pub fn len(&self) -> usize {
+		self.ids.len()
+	}
+
 	/// A list of already sorted, distinct ids.
 	pub fn from_sorted(ids: Vec<Id>) -> Self {
 		debug_assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));

@@ -1,6 +1,7 @@
 //! The store: opening the database, the read path, and the [`StatementStore`] trait.
 
 use crate::{
+	bodies::BodyCache,
 	cache::PostingCache,
 	membership::{Membership, SnapshotTag},
 	metrics::{Metrics, MetricsSnapshot},
@@ -8,11 +9,12 @@ use crate::{
 	schema::{self, Counters, Id, PostingKey, Record},
 	staging::Database,
 	subscription::{Subscription, Subscriptions},
+	view::ViewLock,
 	wal::{self, IntentLog, LogApplier, Processor},
 	AllowanceProvider, Config, Error, Result,
 };
 use codec::Encode;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use statement_primitives::{
 	check_match_all, AccountId, DecryptionKey, Hash, Statement, StatementSource, StatementStore,
 	SubmitResult, Topic, TopicFilter,
@@ -45,11 +47,13 @@ pub(crate) struct Inner {
 	pub processor: Arc<Processor>,
 	pub config: Config,
 	/// Shared by queries for their whole run; taken exclusively only to publish a commit.
-	pub view: RwLock<()>,
+	pub view: ViewLock,
 	/// Serialises writers and holds the counters they start from.
 	pub writer: Arc<Mutex<Counters>>,
 	pub membership: Membership,
 	pub cache: PostingCache,
+	/// Recently read statement bodies.
+	pub bodies: BodyCache,
 	pub allowances: Arc<dyn AllowanceProvider>,
 	pub subscriptions: Subscriptions,
 	pub metrics: Metrics,
@@ -210,11 +214,12 @@ impl Store {
 		let inner = Inner {
 			_log_applier: log_applier,
 			cache: PostingCache::new(config.cache_bytes),
+			bodies: BodyCache::new(config.body_cache_bytes),
 			db,
 			intent,
 			processor,
 			config,
-			view: RwLock::new(()),
+			view: ViewLock::default(),
 			writer,
 			membership,
 			allowances,
@@ -255,7 +260,8 @@ impl Store {
 		let (hits, misses) = self.inner.cache.hit_counts();
 		snapshot.cache_hits = hits;
 		snapshot.cache_misses = misses;
-		snapshot.cache_bytes = self.inner.cache.used_bytes() as u64;
+		snapshot.cache_bytes =
+			(self.inner.cache.used_bytes() + self.inner.bodies.used_bytes()) as u64;
 		snapshot.subscriptions = self.inner.subscriptions.len() as u64;
 		snapshot
 	}
@@ -276,9 +282,10 @@ impl Store {
 		self.inner.membership.heap_bytes()
 	}
 
-	/// Drop every cached posting list (the next queries read from disk).
+	/// Drop every cached posting list and body (the next queries read from disk).
 	pub fn clear_cache(&self) {
 		self.inner.cache.clear();
+		self.inner.bodies.clear();
 	}
 
 	/// Statements admitted after `after` (an id from an earlier call, or 0 for all), oldest
@@ -329,20 +336,17 @@ impl Store {
 	/// without a decryption key.
 	fn match_all(&self, key: Option<DecryptionKey>, topics: &[Topic]) -> Result<Vec<Id>> {
 		check_match_all(topics)?;
-		let mut lists = Vec::with_capacity(topics.len() + 1);
-		if let Some(key) = key {
-			lists.push(self.inner.posting_list(PostingKey::DecryptionKey(key))?);
+		let mut keys = Vec::with_capacity(topics.len() + 1);
+		keys.extend(key.map(PostingKey::DecryptionKey));
+		keys.extend(topics.iter().map(|topic| PostingKey::Topic(topic.0)));
+		if keys.is_empty() {
+			keys.push(PostingKey::All);
 		}
-		for topic in topics {
-			if lists.last().is_some_and(|list: &Arc<PostingList>| list.is_empty()) {
-				return Ok(Vec::new());
-			}
-			lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
-		}
-		if lists.is_empty() {
-			lists.push(self.inner.posting_list(PostingKey::All)?);
-		}
-		let mut ids = intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>());
+		let mut ids = self.inner.cache.with_lists(
+			&keys,
+			|key| self.inner.posting_list(key),
+			|lists| intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()),
+		)?;
 		if key.is_none() && !ids.is_empty() && self.inner.keyed.load(Ordering::Relaxed) {
 			let keyed = self.inner.posting_list(PostingKey::Keyed)?;
 			if !keyed.is_empty() {
@@ -386,7 +390,8 @@ impl Inner {
 		while out.len() < limit {
 			let Some((key, value)) = iter.next()? else { break };
 			let (id, hash) = schema::journal_entry(&key, &value)?;
-			out.push((id, hash, self.body(id)?));
+			// Read once (gossip, replay, dump): not worth keeping in the body cache.
+			out.push((id, hash, self.body_from_disk(id)?));
 		}
 		Ok(out)
 	}
@@ -425,9 +430,19 @@ impl Inner {
 		ids.iter().map(|id| self.body(*id)).collect()
 	}
 
-	/// The encoding of an indexed id. Bodies and index entries go in one commit, so a missing
-	/// body means the database files were damaged.
+	/// The encoding of an indexed id, from the body cache or read and kept there.
 	pub fn body(&self, id: Id) -> Result<Vec<u8>> {
+		if let Some(body) = self.bodies.get(id) {
+			return Ok(body.to_vec());
+		}
+		let body = self.body_from_disk(id)?;
+		self.bodies.insert(id, &body);
+		Ok(body)
+	}
+
+	/// The encoding of an indexed id, from the database. Bodies and index entries go in one
+	/// commit, so a missing body means the database files were damaged.
+	fn body_from_disk(&self, id: Id) -> Result<Vec<u8>> {
 		self.db.get(schema::COL_BODY, &schema::body_key(id))?.ok_or_else(|| Error::Corrupt {
 			path: self.config.path.display().to_string(),
 			detail: format!("statement {id} is indexed but its body is missing"),

@@ -1,0 +1,31 @@
+//! A 2-topic broadcast loop on one store, for profilers: both stores are filled first, then
+//! only the chosen one is queried, single-threaded, for the given number of seconds.
+//!
+//! ```sh
+//! cargo build --release -p statement-store-benches --example profile_query
+//! perf record -D 3000 -g target/release/examples/profile_query ours 10000 10
+//! ```
+
+use statement_store_benches::{fixture, workload};
+use std::time::{Duration, Instant};
+
+fn main() {
+	let mut args = std::env::args().skip(1);
+	let which = args.next().unwrap_or_else(|| "ours".into());
+	let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
+	let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
+	let keys = fixture::keys();
+	let pair = workload::Pair::filled(&workload::signed(0, n, &keys));
+	let store = pair.both().into_iter().find(|(name, _)| *name == which).expect("ours|baseline").1;
+	let topics = workload::two_topics();
+	eprintln!("filled {n}; querying {which} for {seconds} s");
+	let start = Instant::now();
+	let mut queries = 0u64;
+	while start.elapsed() < Duration::from_secs(seconds) {
+		for _ in 0..100 {
+			std::hint::black_box(store.broadcasts(&topics).expect("query"));
+		}
+		queries += 100;
+	}
+	println!("{which}: {:?} per query over {queries}", start.elapsed() / queries as u32);
+}
