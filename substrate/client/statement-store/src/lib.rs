@@ -29,9 +29,16 @@
 //! way no body is decoded, and posting lists load on first use.
 //!
 //! Queries hold a shared view lock for their whole run; a writer plans under its own lock
-//! without blocking readers, and takes the view lock exclusively only to publish its commit
-//! to parity-db, the cache, the membership set and subscribers. A query therefore never sees
-//! half a change, and the cache never disagrees with the disk.
+//! without blocking readers, and takes the view lock exclusively only to publish its batch
+//! to the staged set, the cache, the membership set and subscribers. A query therefore never
+//! sees half a change, and the cache never disagrees with the disk.
+//!
+//! Read path: a MatchAll query intersects the posting lists of its topics (and key), taken
+//! from a per-thread memo, else the shared byte-bounded cache, else disk; broadcasts then
+//! subtract the (usually empty) list of statements that have a decryption key. Matching
+//! bodies come from a byte-bounded cache of recently read statements, else parity-db. The
+//! view lock, the memo and the body cache are built so that concurrent queries write no
+//! shared memory on the hot path (see `view`, `cache`, `bodies`).
 //!
 //! Durability: a change is acknowledged (`New`, or `remove` returning) only after its batch is
 //! appended to the store's intent log (`intent-*.log` in the database directory: the batch's
