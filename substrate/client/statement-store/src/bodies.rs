@@ -7,9 +7,12 @@
 //! refreshes recency. Counting on the thread, not the shard, keeps concurrent queries from
 //! writing to shared memory.
 
-use crate::schema::Id;
+use crate::{
+	limit::{ByteLimit, Weigh},
+	schema::Id,
+};
 use parking_lot::RwLock;
-use schnellru::{Limiter, LruMap};
+use schnellru::LruMap;
 use std::{cell::Cell, sync::Arc};
 
 const SHARDS: usize = 64;
@@ -21,12 +24,20 @@ thread_local! {
 	static LOOKUPS: Cell<u64> = const { Cell::new(0) };
 }
 
+impl Weigh for Arc<[u8]> {
+	fn weight(&self) -> usize {
+		self.len() + ENTRY_OVERHEAD
+	}
+}
+
 #[repr(align(128))]
 struct Shard(RwLock<LruMap<Id, Arc<[u8]>, ByteLimit>>);
 
 /// See the module documentation.
 pub struct BodyCache {
 	shards: Vec<Shard>,
+	/// False for a zero budget: nothing is ever kept.
+	enabled: bool,
 }
 
 impl BodyCache {
@@ -35,8 +46,9 @@ impl BodyCache {
 		let max = bytes / SHARDS;
 		BodyCache {
 			shards: (0..SHARDS)
-				.map(|_| Shard(RwLock::new(LruMap::new(ByteLimit { max, used: 0 }))))
+				.map(|_| Shard(RwLock::new(LruMap::new(ByteLimit::new(max)))))
 				.collect(),
+			enabled: max > 0,
 		}
 	}
 
@@ -62,11 +74,9 @@ impl BodyCache {
 
 	/// Keep `body`, just read from disk.
 	pub fn insert(&self, id: Id, body: &[u8]) {
-		let shard = self.shard(id);
-		if shard.0.read().limiter().max == 0 {
-			return;
+		if self.enabled {
+			self.shard(id).0.write().insert(id, Arc::from(body));
 		}
-		shard.0.write().insert(id, Arc::from(body));
 	}
 
 	/// Forget a removed statement's body.
@@ -76,7 +86,7 @@ impl BodyCache {
 
 	/// Bytes held now.
 	pub fn used_bytes(&self) -> usize {
-		self.shards.iter().map(|shard| shard.0.read().limiter().used).sum()
+		self.shards.iter().map(|shard| shard.0.read().limiter().used()).sum()
 	}
 
 	/// Drop every body.
@@ -84,59 +94,6 @@ impl BodyCache {
 		for shard in &self.shards {
 			shard.0.write().clear();
 		}
-	}
-}
-
-struct ByteLimit {
-	max: usize,
-	used: usize,
-}
-
-fn cost(body: &[u8]) -> usize {
-	body.len() + ENTRY_OVERHEAD
-}
-
-impl Limiter<Id, Arc<[u8]>> for ByteLimit {
-	type KeyToInsert<'a> = Id;
-	type LinkType = u32;
-
-	fn is_over_the_limit(&self, _length: usize) -> bool {
-		self.used > self.max
-	}
-
-	fn on_insert(&mut self, _length: usize, id: Id, body: Arc<[u8]>) -> Option<(Id, Arc<[u8]>)> {
-		if cost(&body) > self.max {
-			return None;
-		}
-		self.used += cost(&body);
-		Some((id, body))
-	}
-
-	fn on_replace(
-		&mut self,
-		_length: usize,
-		_old_id: &mut Id,
-		_new_id: Id,
-		old: &mut Arc<[u8]>,
-		new: &mut Arc<[u8]>,
-	) -> bool {
-		if cost(new) > self.max {
-			return false;
-		}
-		self.used = self.used - cost(old) + cost(new);
-		true
-	}
-
-	fn on_removed(&mut self, _id: &mut Id, body: &mut Arc<[u8]>) {
-		self.used -= cost(body);
-	}
-
-	fn on_cleared(&mut self) {
-		self.used = 0;
-	}
-
-	fn on_grow(&mut self, new_memory_usage: usize) -> bool {
-		new_memory_usage <= self.max.max(4096)
 	}
 }
 

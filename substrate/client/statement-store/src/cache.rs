@@ -17,9 +17,14 @@
 //! the store's view lock exclusively; readers fill the cache while holding it shared, so a list
 //! a reader loads from disk cannot be outdated by a commit before it is cached.
 
-use crate::{posting::PostingList, schema::PostingKey, Result};
+use crate::{
+	limit::{ByteLimit, Weigh},
+	posting::PostingList,
+	schema::PostingKey,
+	Result,
+};
 use parking_lot::RwLock;
-use schnellru::{Limiter, LruMap};
+use schnellru::LruMap;
 use std::{
 	cell::RefCell,
 	hash::BuildHasher,
@@ -39,7 +44,14 @@ pub const MEMO_MAX_IDS: usize = 16 * 1024;
 /// Most lists one query intersects: a decryption key and four topics.
 const MAX_LISTS: usize = 8;
 
+/// Lists are bounded by their heap bytes; a list larger than a whole shard is not cached.
 type Lru = LruMap<PostingKey, Arc<PostingList>, ByteLimit>;
+
+impl Weigh for Arc<PostingList> {
+	fn weight(&self) -> usize {
+		self.heap_bytes()
+	}
+}
 
 /// One shard: its map and its own counters (so shards share no cache line).
 #[repr(align(128))]
@@ -114,7 +126,7 @@ impl PostingCache {
 		PostingCache {
 			shards: (0..SHARDS)
 				.map(|_| Shard {
-					map: RwLock::new(LruMap::new(ByteLimit { max: per_shard, used: 0 })),
+					map: RwLock::new(LruMap::new(ByteLimit::new(per_shard))),
 					hits: AtomicU64::new(0),
 					misses: AtomicU64::new(0),
 				})
@@ -238,64 +250,7 @@ impl PostingCache {
 
 	/// Bytes of lists cached now.
 	pub fn used_bytes(&self) -> usize {
-		self.shards.iter().map(|shard| shard.map.read().limiter().used).sum()
-	}
-}
-
-/// Counts the heap bytes of the cached lists; a list larger than a whole shard is not cached.
-struct ByteLimit {
-	max: usize,
-	used: usize,
-}
-
-impl Limiter<PostingKey, Arc<PostingList>> for ByteLimit {
-	type KeyToInsert<'a> = PostingKey;
-	type LinkType = u32;
-
-	fn is_over_the_limit(&self, _length: usize) -> bool {
-		self.used > self.max
-	}
-
-	fn on_insert(
-		&mut self,
-		_length: usize,
-		key: PostingKey,
-		value: Arc<PostingList>,
-	) -> Option<(PostingKey, Arc<PostingList>)> {
-		let cost = value.heap_bytes();
-		if cost > self.max {
-			return None;
-		}
-		self.used += cost;
-		Some((key, value))
-	}
-
-	fn on_replace(
-		&mut self,
-		_length: usize,
-		_old_key: &mut PostingKey,
-		_new_key: PostingKey,
-		old_value: &mut Arc<PostingList>,
-		new_value: &mut Arc<PostingList>,
-	) -> bool {
-		let (old, new) = (old_value.heap_bytes(), new_value.heap_bytes());
-		if new > self.max {
-			return false;
-		}
-		self.used = self.used - old + new;
-		true
-	}
-
-	fn on_removed(&mut self, _key: &mut PostingKey, value: &mut Arc<PostingList>) {
-		self.used -= value.heap_bytes();
-	}
-
-	fn on_cleared(&mut self) {
-		self.used = 0;
-	}
-
-	fn on_grow(&mut self, new_memory_usage: usize) -> bool {
-		new_memory_usage <= self.max.max(4096)
+		self.shards.iter().map(|shard| shard.map.read().limiter().used()).sum()
 	}
 }
 

@@ -58,6 +58,7 @@ mod cache;
 mod chain_allowance;
 mod config;
 mod error;
+mod limit;
 mod maintenance;
 mod membership;
 mod metrics;

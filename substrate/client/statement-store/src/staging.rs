@@ -137,6 +137,8 @@ impl Database {
 			changes.iter().map(move |(key, value)| (col as ColId, key.as_slice(), value.clone()))
 		});
 		let committed = self.db.commit(ops);
+		// Let go of our reference, so a failed hand-over can take the changes back uncopied.
+		drop(changes);
 		let mut staged = self.staged.write();
 		if committed.is_ok() {
 			self.unprocessed.fetch_add(1, Ordering::AcqRel);

@@ -480,7 +480,8 @@ fn has_segments(db: &parity_db::Db, key: PostingKey) -> Result<bool> {
 
 /// The ids in `key`'s segments on disk.
 fn segments(db: &parity_db::Db, key: PostingKey) -> Result<Vec<Id>> {
-	segments_under(db, &key.prefix(), key.prefix().len() + 8)
+	let prefix = key.prefix();
+	segments_under(db, &prefix, prefix.len() + 8)
 }
 
 /// The ids in the posting segments whose keys start with `prefix` and are `key_len` long.
