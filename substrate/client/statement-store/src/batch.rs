@@ -145,6 +145,8 @@ impl<'a> Batch<'a> {
 
 	/// Refuse `hash` from the network until `until` (unix seconds).
 	fn ban(&mut self, hash: &Hash, until: u64) {
+		// Set before the ban is staged: the flag may be early, never late.
+		self.inner.banned.store(true, std::sync::atomic::Ordering::Release);
 		self.ops.push((schema::COL_BAN, hash.to_vec(), Some(until.to_le_bytes().to_vec())));
 		self.ops.push((
 			schema::COL_BAN_ORDER,

@@ -63,6 +63,12 @@ pub struct Config {
 	/// fsync the log before acknowledging each change, so that acknowledged changes survive
 	/// power loss, not only a process crash. Off by default: it costs an fsync per submit.
 	pub sync_wal: bool,
+	/// Longest time between checkpoints, which apply parity-db's log to its tables and
+	/// recycle it. Longer means less disk work per change and more memory held by parity-db
+	/// in between; a checkpoint also runs early after [`Config::checkpoint_bytes`].
+	pub checkpoint_period: Duration,
+	/// Bytes of changes after which a checkpoint runs before its period is up.
+	pub checkpoint_bytes: u64,
 	/// Source of the current time.
 	pub clock: Clock,
 	/// Keys for `posted_clear`; without one, `posted_clear` finds nothing to decrypt.
@@ -83,6 +89,10 @@ pub const DEFAULT_MAX_TOTAL_SIZE: u64 = 2 * 1024 * 1024 * 1024;
 pub const DEFAULT_BAN_PERIOD: Duration = Duration::from_secs(48 * 3600);
 /// 64 MiB of posting lists.
 pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// One second between checkpoints.
+pub const DEFAULT_CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
+/// 32 MiB of changes between checkpoints.
+pub const DEFAULT_CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
 /// 16 MiB of statement bodies (about 40,000 statements of 256 data bytes).
 pub const DEFAULT_BODY_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -98,6 +108,8 @@ impl Config {
 			body_cache_bytes: DEFAULT_BODY_CACHE_BYTES,
 			maintenance_budget: Duration::from_millis(20),
 			sync_wal: false,
+			checkpoint_period: DEFAULT_CHECKPOINT_PERIOD,
+			checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
 			clock: Clock::system(),
 			decryptor: None,
 		}

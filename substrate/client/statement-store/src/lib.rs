@@ -44,9 +44,12 @@
 //! appended to the store's intent log (`intent-*.log` in the database directory: the batch's
 //! steps with a sequence number and a checksum), so it survives the process being killed at
 //! any moment; with [`Config::sync_wal`] the append is also fsynced, so it survives power
-//! loss. A background thread hands the staged batches to parity-db, writes them to its log
-//! and deletes intent files parity-db covers. Opening redoes, in order, the batches parity-db lacks (each commit
-//! records its sequence number). A crash never leaves a change half-applied: parity-db
+//! loss. A background thread hands the staged batches to parity-db and writes them to its log
+//! file every 50 ms; a second one runs *checkpoints* (once a second, or after 32 MiB of
+//! changes: [`Config::checkpoint_period`], [`Config::checkpoint_bytes`]) that apply that log to
+//! parity-db's tables, msync them and recycle the log. Intent files go once parity-db's log
+//! file holds their batches (with `sync_wal`, once a checkpoint has fsynced it). Opening
+//! redoes, in order, the batches parity-db lacks (each commit records its sequence number). A crash never leaves a change half-applied: parity-db
 //! replays whole log records or none, and a torn intent record was never acknowledged.
 #![warn(missing_docs)]
 
@@ -76,7 +79,8 @@ pub use allowance::{AllowanceProvider, MapAllowances};
 pub use chain_allowance::{AllowanceAt, ChainAllowances};
 pub use config::{
 	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_BODY_CACHE_BYTES, DEFAULT_CACHE_BYTES,
-	DEFAULT_MAX_TOTAL_SIZE, DEFAULT_MAX_TOTAL_STATEMENTS,
+	DEFAULT_CHECKPOINT_BYTES, DEFAULT_CHECKPOINT_PERIOD, DEFAULT_MAX_TOTAL_SIZE,
+	DEFAULT_MAX_TOTAL_STATEMENTS,
 };
 pub use error::{Error, Result};
 pub use maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};

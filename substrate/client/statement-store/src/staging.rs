@@ -21,7 +21,7 @@ use std::{
 	collections::HashMap,
 	hash::BuildHasherDefault,
 	sync::{
-		atomic::{AtomicUsize, Ordering},
+		atomic::{AtomicU64, AtomicUsize, Ordering},
 		Arc,
 	},
 };
@@ -37,18 +37,25 @@ struct Staged {
 	batches: usize,
 	/// What is being handed over right now, until parity-db serves it.
 	handing_over: Option<Arc<Vec<Changes>>>,
+	/// The last completed hand-over, which parity-db serves too, kept until the next one
+	/// (or until a hand-over finds nothing new): the writer rereads the same keys (posting
+	/// segments, account usage) batch after batch, and a parity-db read can wait behind the
+	/// drain thread's log writes.
+	recent: Option<Arc<Vec<Changes>>>,
 }
 
 /// parity-db plus the staged batches (see the module documentation).
 pub struct Database {
 	db: Arc<parity_db::Db>,
 	staged: RwLock<Staged>,
-	/// Keys in `current` and `handing_over`; zero lets reads skip the staged set.
+	/// Keys in `current`, `handing_over` and `recent`; zero lets reads skip the staged set.
 	staged_keys: AtomicUsize,
 	/// Serialises hand-overs, so commits reach parity-db in staging order.
 	hand_over: Mutex<()>,
 	/// Commits handed to parity-db and not yet written to its log.
 	unprocessed: AtomicUsize,
+	/// Bytes of keys and values handed over since [`Database::take_handed_over_bytes`].
+	handed_over_bytes: AtomicU64,
 }
 
 fn empty_changes() -> Vec<Changes> {
@@ -64,6 +71,7 @@ impl Database {
 			staged_keys: AtomicUsize::new(0),
 			hand_over: Mutex::new(()),
 			unprocessed: AtomicUsize::new(0),
+			handed_over_bytes: AtomicU64::new(0),
 		}
 	}
 
@@ -80,10 +88,10 @@ impl Database {
 			if let Some(value) = staged.current[col as usize].get(key) {
 				return Ok(value.clone());
 			}
-			if let Some(value) =
-				staged.handing_over.as_ref().and_then(|changes| changes[col as usize].get(key))
-			{
-				return Ok(value.clone());
+			for layer in [&staged.handing_over, &staged.recent].into_iter().flatten() {
+				if let Some(value) = layer[col as usize].get(key) {
+					return Ok(value.clone());
+				}
 			}
 		}
 		Ok(self.db.get(col, key)?)
@@ -113,7 +121,12 @@ impl Database {
 
 	fn count(staged: &Staged) -> usize {
 		let keys = |changes: &[Changes]| changes.iter().map(HashMap::len).sum::<usize>();
-		keys(&staged.current) + staged.handing_over.as_deref().map_or(0, |c| keys(c))
+		keys(&staged.current)
+			+ [&staged.handing_over, &staged.recent]
+				.into_iter()
+				.flatten()
+				.map(|c| keys(c))
+				.sum::<usize>()
 	}
 
 	/// Hand everything staged to parity-db as one commit; parity-db serves it from memory
@@ -126,6 +139,12 @@ impl Database {
 		let changes = {
 			let mut staged = self.staged.write();
 			if staged.batches == 0 {
+				// Nothing staged since the last hand-over: stop keeping it in front, so that
+				// reads go straight to parity-db again.
+				let idle = staged.recent.take();
+				self.staged_keys.store(Self::count(&staged), Ordering::Release);
+				drop(staged);
+				drop(idle);
 				return Ok(false);
 			}
 			let changes = Arc::new(std::mem::replace(&mut staged.current, empty_changes()));
@@ -133,6 +152,11 @@ impl Database {
 			staged.handing_over = Some(changes.clone());
 			changes
 		};
+		let bytes: usize = changes
+			.iter()
+			.flat_map(|changes| changes.iter())
+			.map(|(key, value)| key.len() + value.as_ref().map_or(0, Vec::len))
+			.sum();
 		let ops = changes.iter().enumerate().flat_map(|(col, changes)| {
 			changes.iter().map(move |(key, value)| (col as ColId, key.as_slice(), value.clone()))
 		});
@@ -140,9 +164,12 @@ impl Database {
 		// Let go of our reference, so a failed hand-over can take the changes back uncopied.
 		drop(changes);
 		let mut staged = self.staged.write();
+		let mut replaced = None;
 		if committed.is_ok() {
 			self.unprocessed.fetch_add(1, Ordering::AcqRel);
-			staged.handing_over = None;
+			self.handed_over_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+			let done = staged.handing_over.take();
+			replaced = std::mem::replace(&mut staged.recent, done);
 		} else {
 			// Keep serving the changes from memory and try again at the next hand-over.
 			let failed = staged.handing_over.take().expect("set above");
@@ -154,8 +181,22 @@ impl Database {
 			staged.batches += 1;
 		}
 		self.staged_keys.store(Self::count(&staged), Ordering::Release);
+		drop(staged);
+		// Freed outside the lock: it can hold thousands of batches.
+		drop(replaced);
 		committed?;
 		Ok(true)
+	}
+
+	/// Bytes of keys and values handed to parity-db since the last call to
+	/// [`Database::take_handed_over_bytes`].
+	pub fn handed_over_bytes(&self) -> u64 {
+		self.handed_over_bytes.load(Ordering::Relaxed)
+	}
+
+	/// Reset [`Database::handed_over_bytes`] to zero.
+	pub fn take_handed_over_bytes(&self) -> u64 {
+		self.handed_over_bytes.swap(0, Ordering::Relaxed)
 	}
 
 	/// Write the commits handed over so far to parity-db's log; returns how many there were.
@@ -199,6 +240,26 @@ mod tests {
 		assert_eq!(db.process().unwrap(), 1);
 		assert_eq!(db.raw().get(schema::COL_META, b"b").unwrap(), None);
 		assert!(!db.hand_over().unwrap(), "nothing left to hand over");
+	}
+
+	#[test]
+	fn the_last_hand_over_is_read_until_a_newer_one_or_an_idle_one() {
+		let dir = tempfile::tempdir().unwrap();
+		let db = database(dir.path());
+		let key = b"k".to_vec();
+		let col = schema::COL_META;
+		db.stage(vec![(col, key.clone(), Some(b"1".to_vec()))]);
+		assert!(db.hand_over().unwrap());
+		db.stage(vec![(col, key.clone(), Some(b"2".to_vec()))]);
+		assert_eq!(db.get(col, &key).unwrap(), Some(b"2".to_vec()), "staged before recent");
+		assert!(db.hand_over().unwrap());
+		db.stage(vec![(col, key.clone(), None)]);
+		assert!(db.hand_over().unwrap());
+		assert_eq!(db.get(col, &key).unwrap(), None, "a newer hand-over hides the older");
+		assert_ne!(db.staged_keys.load(Ordering::Acquire), 0, "the last hand-over is kept");
+		assert!(!db.hand_over().unwrap());
+		assert_eq!(db.staged_keys.load(Ordering::Acquire), 0, "an idle hand-over drops it");
+		assert_eq!(db.get(col, &key).unwrap(), None);
 	}
 
 	#[test]

@@ -65,6 +65,9 @@ pub(crate) struct Inner {
 	/// Whether the keyed list may be non-empty; when not, broadcasts skip subtracting it.
 	/// Set when the store holds (or admits) a statement with a key; never cleared while open.
 	pub keyed: AtomicBool,
+	/// Whether the store may hold a ban; when not, submits skip looking one up. Set at open
+	/// if the ban order is not empty and by every ban; never cleared while open.
+	pub banned: AtomicBool,
 	/// Where the next allowance re-check slice starts.
 	pub allowance_cursor: Mutex<Option<AccountId>>,
 	/// Whether opening read the membership set from its snapshot instead of the journal.
@@ -76,7 +79,7 @@ pub const SNAPSHOT_FILE: &str = "membership.snapshot";
 
 impl Inner {
 	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
-	/// and write them to parity-db's log before the store is used.
+	/// and make parity-db hold them durably before the store is used.
 	fn redo(&self, intents: Vec<wal::Intent>, held: u64, path: &str) -> Result<()> {
 		let pending: Vec<_> = intents.into_iter().filter(|(seq, _)| *seq > held).collect();
 		if pending.is_empty() {
@@ -101,16 +104,17 @@ impl Inner {
 			*counters = batch.commit_replayed(seq)?;
 		}
 		drop(counters);
-		self.processor.drain()
+		// The old intent files are deleted next: make parity-db hold the batches durably.
+		self.processor.checkpoint()
 	}
 }
 
 impl Drop for Inner {
 	fn drop(&mut self) {
-		if let Err(err) = self.processor.drain() {
+		if let Err(err) = self.processor.checkpoint() {
 			log::warn!(target: "statement-store", "writing the last commits failed: {err}");
 		} else {
-			// Everything appended is now in parity-db's log: the intent files are not needed.
+			// parity-db now holds everything appended: the intent files are not needed.
 			self.intent.release_all();
 		}
 		let counters = *self.writer.lock();
@@ -199,6 +203,11 @@ impl Store {
 			if reopened_from_snapshot { " (membership from snapshot)" } else { "" }
 		);
 		let keyed = has_segments(&db, PostingKey::Keyed)?;
+		let banned = {
+			let mut iter = db.iter(schema::COL_BAN_ORDER)?;
+			iter.seek_to_first()?;
+			iter.next()?.is_some()
+		};
 		let intent_seq: u64 = match db.get(schema::COL_META, schema::KEY_INTENT)? {
 			Some(bytes) => schema::decode_value(schema::COL_META, &bytes)?,
 			None => 0,
@@ -207,7 +216,7 @@ impl Store {
 		let next_seq = intents.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
 		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
 		let db = Arc::new(Database::new(db));
-		let processor = Arc::new(Processor::new(db.clone(), intent.clone(), config.sync_wal));
+		let processor = Arc::new(Processor::new(db.clone(), intent.clone(), &config));
 		let writer = Arc::new(Mutex::new(counters));
 		let log_applier = LogApplier::start(processor.clone(), LOG_APPLY_PERIOD)
 			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
@@ -228,6 +237,7 @@ impl Store {
 			body_decodes: AtomicU64::new(0),
 			opening: AtomicBool::new(true),
 			keyed: AtomicBool::new(keyed),
+			banned: AtomicBool::new(banned),
 			allowance_cursor: Mutex::new(None),
 			reopened_from_snapshot,
 		};

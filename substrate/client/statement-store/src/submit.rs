@@ -74,8 +74,9 @@ impl Store {
 		}
 
 		let mut counters = inner.writer.lock();
-		// Another writer may have stored it while we verified.
-		if inner.db.get(schema::COL_HASH, &hash)?.is_some() {
+		// Another writer may have stored it while we verified. Membership has no false
+		// negatives and is updated before the writer lock is released.
+		if inner.membership.contains(&hash) && inner.db.get(schema::COL_HASH, &hash)?.is_some() {
 			return Ok(SubmitResult::Known);
 		}
 		let evictions = match self.plan(&statement, &account, &allowance)? {
@@ -200,6 +201,9 @@ impl Store {
 
 	/// When the ban on `hash` ends, if it is banned.
 	pub(crate) fn ban_of(&self, hash: &Hash) -> Result<Option<u64>> {
+		if !self.inner.banned.load(std::sync::atomic::Ordering::Acquire) {
+			return Ok(None);
+		}
 		let Some(value) = self.inner.db.get(schema::COL_BAN, hash)? else { return Ok(None) };
 		Ok(Some(schema::le_u64_prefix(&value).ok_or_else(|| bad(schema::COL_BAN, "ban"))?))
 	}

@@ -31,7 +31,7 @@ use std::{
 		Arc,
 	},
 	thread::JoinHandle,
-	time::Duration,
+	time::{Duration, Instant},
 };
 
 /// Write one commit and make it durable before returning (used outside batches: creating a
@@ -270,11 +270,27 @@ impl IntentLog {
 
 /// Hands staged batches to parity-db and writes them to its log; shared by the background
 /// thread and writers that find too many batches staged.
+///
+/// Two paces. Every period the staged batches are handed over and written to parity-db's
+/// log file (cheap: one commit, one `write`). Only at a *checkpoint* (by default once a
+/// second, or after 32 MiB of changes) is that log closed, applied to the tables and recycled: recycling
+/// makes parity-db msync every column, and the cost of that grows with the pages written
+/// since the last one, not with the data, so doing it twenty times a second took a fifth
+/// of a core under a submit stream.
 pub struct Processor {
 	db: Arc<Database>,
 	intent: Arc<IntentLog>,
 	sync: bool,
 	lock: Mutex<()>,
+	/// Newest intent batch written to parity-db's log file.
+	written_through: AtomicU64,
+	/// When the last checkpoint ran.
+	last_checkpoint: Mutex<Instant>,
+	/// Longest time between checkpoints.
+	checkpoint_period: Duration,
+	/// Bytes handed to parity-db after which a checkpoint runs early: parity-db holds what
+	/// it has not applied to its tables in memory.
+	checkpoint_bytes: u64,
 }
 
 /// Past this many staged batches a writer hands them over itself, which bounds the memory
@@ -282,9 +298,20 @@ pub struct Processor {
 const MAX_STAGED: usize = 4096;
 
 impl Processor {
-	/// For `db`, whose batches are also appended to `intent`.
-	pub fn new(db: Arc<Database>, intent: Arc<IntentLog>, sync: bool) -> Self {
-		Processor { db, intent, sync, lock: Mutex::new(()) }
+	/// For `db`, whose batches are also appended to `intent`; `sync` and the checkpoint
+	/// pace as in [`crate::Config`].
+	pub fn new(db: Arc<Database>, intent: Arc<IntentLog>, config: &crate::Config) -> Self {
+		let written_through = AtomicU64::new(intent.last_appended());
+		Processor {
+			db,
+			intent,
+			sync: config.sync_wal,
+			lock: Mutex::new(()),
+			written_through,
+			last_checkpoint: Mutex::new(Instant::now()),
+			checkpoint_period: config.checkpoint_period,
+			checkpoint_bytes: config.checkpoint_bytes,
+		}
 	}
 
 	/// Whether writers should drain the staged batches themselves.
@@ -292,63 +319,114 @@ impl Processor {
 		self.db.staged_batches() > MAX_STAGED
 	}
 
-	/// Hand every staged batch to parity-db as one commit, write the commits to parity-db's
-	/// log, then drop the intent files it covers.
+	/// Hand every staged batch to parity-db as one commit and write it to parity-db's log
+	/// file. That survives the process being killed, so without `sync_wal` the intent files
+	/// it covers go now; with it they wait for the fsync at the next checkpoint.
 	pub fn drain(&self) -> Result<()> {
 		let _lock = self.lock.lock();
 		// Read before handing over: every batch appended so far was staged before its append.
 		let covered = self.intent.last_appended();
 		self.db.hand_over()?;
-		if self.db.process()? > 0 && self.sync {
-			self.db.raw().flush_logs()?;
+		self.db.process()?;
+		self.written_through.store(covered, Ordering::Release);
+		if !self.sync {
+			self.intent.release_through(covered);
 		}
-		self.intent.release_through(covered);
 		Ok(())
 	}
 
-	/// Apply logged commits to the tables and recycle log files.
-	fn apply(&self) -> Result<()> {
+	/// Drain, then close parity-db's log file (fsynced with `sync_wal`), apply it to the
+	/// tables and recycle it. Afterwards parity-db holds every batch appended before the
+	/// call, durably, and no intent file is needed for them.
+	pub fn checkpoint(&self) -> Result<()> {
+		let started = Instant::now();
 		self.drain()?;
 		let db = self.db.raw();
+		{
+			let _lock = self.lock.lock();
+			let covered = self.written_through.load(Ordering::Acquire);
+			db.flush_logs()?;
+			self.intent.release_through(covered);
+		}
 		db.enact_logs()?;
 		db.clean_logs()?;
 		let _lock = self.lock.lock();
 		db.process_reindex()?;
 		db.flush_logs()?;
+		*self.last_checkpoint.lock() = Instant::now();
+		let bytes = self.db.take_handed_over_bytes();
+		if bytes > 0 {
+			log::debug!(
+				target: "statement-store",
+				"checkpoint: {} KiB applied to the tables in {:?}",
+				bytes >> 10,
+				started.elapsed()
+			);
+		}
 		Ok(())
+	}
+
+	/// Whether a checkpoint is due: a period has passed, or enough was handed over.
+	fn checkpoint_due(&self) -> bool {
+		self.db.handed_over_bytes() >= self.checkpoint_bytes
+			|| self.last_checkpoint.lock().elapsed() >= self.checkpoint_period
 	}
 }
 
 /// Runs [`Processor`] work in the background; stops when dropped.
+///
+/// Two threads: one drains every period, one checkpoints when a checkpoint is due. Kept
+/// apart so that staged batches keep moving to parity-db while a checkpoint applies and
+/// msyncs, which can take a second under a submit stream; otherwise the backlog grows until
+/// a writer has to drain it itself, and a submit stalls.
 pub struct LogApplier {
 	state: Arc<(Mutex<bool>, Condvar)>,
-	thread: Option<JoinHandle<()>>,
+	threads: Vec<JoinHandle<()>>,
 }
 
 impl LogApplier {
-	/// Drain and apply `processor`'s work every `period`.
+	/// Drain `processor`'s staged batches every `period` and checkpoint when one is due.
 	pub fn start(processor: Arc<Processor>, period: Duration) -> std::io::Result<Self> {
 		let state = Arc::new((Mutex::new(false), Condvar::new()));
-		let shared = state.clone();
-		let thread =
-			std::thread::Builder::new().name("statement-store-log".into()).spawn(move || {
-				let (stop, wake) = &*shared;
-				loop {
-					{
-						let mut stopped = stop.lock();
-						if !*stopped {
-							wake.wait_for(&mut stopped, period);
-						}
-						if *stopped {
-							return;
-						}
+		let mut applier = LogApplier { state, threads: Vec::new() };
+		let drainer = processor.clone();
+		applier.spawn("stmt-store-log", period, move || drainer.drain())?;
+		applier.spawn("stmt-store-ckpt", period, move || {
+			if processor.checkpoint_due() {
+				processor.checkpoint()?;
+			}
+			Ok(())
+		})?;
+		Ok(applier)
+	}
+
+	/// Run `work` on a new thread every `period` until stopped.
+	fn spawn(
+		&mut self,
+		name: &str,
+		period: Duration,
+		work: impl Fn() -> Result<()> + Send + 'static,
+	) -> std::io::Result<()> {
+		let shared = self.state.clone();
+		let thread = std::thread::Builder::new().name(name.into()).spawn(move || {
+			let (stop, wake) = &*shared;
+			loop {
+				{
+					let mut stopped = stop.lock();
+					if !*stopped {
+						wake.wait_for(&mut stopped, period);
 					}
-					if let Err(err) = processor.apply() {
-						log::warn!(target: "statement-store", "applying the database log failed: {err}");
+					if *stopped {
+						return;
 					}
 				}
-			})?;
-		Ok(LogApplier { state, thread: Some(thread) })
+				if let Err(err) = work() {
+					log::warn!(target: "statement-store", "writing to the database failed: {err}");
+				}
+			}
+		})?;
+		self.threads.push(thread);
+		Ok(())
 	}
 }
 
@@ -357,7 +435,7 @@ impl Drop for LogApplier {
 		let (stop, wake) = &*self.state;
 		*stop.lock() = true;
 		wake.notify_all();
-		if let Some(thread) = self.thread.take() {
+		for thread in self.threads.drain(..) {
 			let _ = thread.join();
 		}
 	}

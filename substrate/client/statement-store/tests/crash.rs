@@ -26,9 +26,17 @@ fn crash_child() {
 		return;
 	};
 	let seed: u64 = seed.to_string_lossy().parse().expect("seed");
-	let store =
-		Store::open(config(dir.as_ref(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
-			.expect("child opens the store");
+	let mut config = config(dir.as_ref(), &TestClock::new());
+	if seed % 2 == 1 {
+		// Checkpoint all the time, so that kills land inside checkpoints too.
+		config.checkpoint_period = Duration::from_millis(5);
+		config.checkpoint_bytes = 16 * 1024;
+	}
+	if seed % 4 == 3 {
+		// With fsync, intent files are kept until a checkpoint instead of the next drain.
+		config.sync_wal = true;
+	}
+	let store = Store::open(config, allowances(u32::MAX, u32::MAX)).expect("child opens the store");
 	let mut rng = StdRng::seed_from_u64(seed);
 	let mut mine: Vec<Hash> = Vec::new();
 	let stdout = std::io::stdout();

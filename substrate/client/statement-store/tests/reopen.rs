@@ -57,6 +57,25 @@ fn reopening_gives_the_same_answers_without_decoding_any_body() {
 }
 
 #[test]
+fn bans_outlive_a_reopen() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let statement = simple(1, &[1], b"banned");
+	{
+		let store = open(dir.path(), &clock);
+		assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+		store.remove(&statement.hash()).unwrap();
+	}
+	// The store learns at open that it holds bans: a network resubmit is still refused.
+	let store = open(dir.path(), &clock);
+	assert_eq!(
+		store.submit(statement.clone(), StatementSource::Network),
+		SubmitResult::KnownExpired
+	);
+	assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+}
+
+#[test]
 fn a_snapshot_older_than_the_database_is_not_used() {
 	let dir = tempfile::tempdir().unwrap();
 	let clock = TestClock::new();
