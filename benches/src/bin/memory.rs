@@ -6,8 +6,9 @@
 //!
 //! For each size N it builds (once; later runs reuse it) a fixture directory holding both
 //! stores filled with the same N signed statements, then measures each store in a fresh child
-//! process (ours twice: as after a clean stop, and as after a crash, without the membership
-//! snapshot): reopen time, heap held after reopening (the steady index), peak heap while
+//! process (ours three times: as after a clean stop; as after a crash whose newest membership
+//! snapshot is [`CRASH_CHANGES`] removals and as many admissions old, the most maintenance lets
+//! it fall behind by default; and as after a crash with no snapshot at all): reopen time, heap held after reopening (the steady index), peak heap while
 //! reopening, heap after a sweep of 2-topic queries (our cache filled), peak RSS and size on
 //! disk. Heap is counted by a global allocator wrapper; RSS is the kernel's high-water mark.
 //!
@@ -163,12 +164,37 @@ struct Figures {
 	disk: u64,
 }
 
+/// Changes since the newest snapshot in the "after a crash" case: half of
+/// `Config::snapshot_changes` as removals, half as admissions.
+const CRASH_CHANGES: u32 = 50_000;
+
+/// Remove the first [`CRASH_CHANGES`] statements of the fixture and submit them again, then
+/// exit without closing: as a crash leaves the store, with a snapshot that many changes old.
+/// Waits for the background thread to write the changes to parity-db's log, so that the next
+/// open finds them in the database rather than redoing them from the intent log.
+fn crash_prep_child(dir: &Path, n: u32) {
+	let path = dir.join("ours");
+	let store = Store::open(fixture::config(&path), fixture::unlimited()).expect("open");
+	assert!(store.reopened_from_snapshot(), "the fixture was not closed cleanly");
+	let keys = fixture::keys();
+	let changed: Vec<_> = (0..CRASH_CHANGES.min(n)).map(|i| fixture::statement(i, &keys)).collect();
+	for statement in &changed {
+		store.remove(&statement.hash()).expect("remove");
+	}
+	for statement in changed {
+		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+	}
+	std::thread::sleep(Duration::from_secs(1));
+	std::process::exit(0);
+}
+
 fn measure_child(kind: &str, dir: &Path, n: u32) {
 	// "ours-journal": our store opened as after a crash, without its membership snapshot.
-	let after_crash = kind == "ours-journal";
+	// "ours-crash": after a crash, with a snapshot CRASH_CHANGES removals and admissions old.
+	let after_crash = kind == "ours-journal" || kind == "ours-crash";
 	let path = dir.join(if after_crash { "ours" } else { kind });
 	let disk = disk_size(&path);
-	if after_crash {
+	if kind == "ours-journal" {
 		std::fs::remove_file(path.join(statement_store::SNAPSHOT_FILE))
 			.expect("the fixture has a snapshot");
 	}
@@ -176,13 +202,17 @@ fn measure_child(kind: &str, dir: &Path, n: u32) {
 	PEAK.store(before, Ordering::Relaxed);
 	let started = Instant::now();
 	let store: Box<dyn StatementStore> = match kind {
-		"ours" | "ours-journal" => {
+		"ours" | "ours-journal" | "ours-crash" => {
 			let store = Store::open(fixture::config(&path), fixture::unlimited()).expect("open");
 			assert_eq!(
 				store.reopened_from_snapshot(),
-				!after_crash,
+				kind != "ours-journal",
 				"the fixture was not closed cleanly"
 			);
+			if kind == "ours-crash" {
+				let changed = u64::from(CRASH_CHANGES.min(n));
+				assert_eq!(store.caught_up_while_opening(), (changed, changed));
+			}
 			Box::new(store)
 		}
 		_ => Box::new(RamIndexStore::open(&path).expect("open baseline")),
@@ -215,6 +245,21 @@ fn measure_child(kind: &str, dir: &Path, n: u32) {
 	std::process::exit(0);
 }
 
+/// Run [`crash_prep_child`] in a child process.
+fn crash_prep(dir: &Path, n: u32) {
+	let output = Command::new(std::env::current_exe().expect("own path"))
+		.arg("--crash-prep")
+		.arg(dir)
+		.arg(n.to_string())
+		.output()
+		.expect("run crash preparation");
+	assert!(
+		output.status.success(),
+		"preparing the crash failed: {}",
+		String::from_utf8_lossy(&output.stderr)
+	);
+}
+
 fn measure(kind: &str, dir: &Path, n: u32) -> Figures {
 	let exe = std::env::current_exe().expect("own path");
 	let output = Command::new(exe)
@@ -244,6 +289,10 @@ fn measure(kind: &str, dir: &Path, n: u32) -> Figures {
 
 fn main() {
 	let args: Vec<String> = std::env::args().skip(1).collect();
+	if args.first().map(String::as_str) == Some("--crash-prep") {
+		crash_prep_child(Path::new(&args[1]), args[2].parse().expect("n"));
+		return;
+	}
 	if args.first().map(String::as_str) == Some("--measure") {
 		let n = args[3].parse().expect("n");
 		measure_child(&args[1], Path::new(&args[2]), n);
@@ -272,15 +321,22 @@ fn main() {
 		generate(&dir, n);
 		eprintln!("measuring {n}...");
 		let ours = measure("ours", &dir, n);
-		let crash = measure("ours-journal", &dir, n);
+		crash_prep(&dir, n);
+		let crash = measure("ours-crash", &dir, n);
+		let journal = measure("ours-journal", &dir, n);
 		let base = measure("baseline", &dir, n);
-		rows.push((n, ours, crash, base));
+		rows.push((n, ours, crash, journal, base));
 	}
 	if !json_only {
 		println!("| N | store | reopen | steady index heap | peak heap reopening | heap after 100 queries | peak RSS | on disk |");
 		println!("|---|---|---|---|---|---|---|---|");
-		for (n, ours, crash, base) in &rows {
-			for (name, f) in [("ours", ours), ("ours, after a crash", crash), ("baseline", base)] {
+		for (n, ours, crash, journal, base) in &rows {
+			for (name, f) in [
+				("ours", ours),
+				("ours, after a crash (snapshot 100k changes old)", crash),
+				("ours, after a crash without any snapshot", journal),
+				("baseline", base),
+			] {
 				println!(
 					"| {n} | {name} | {:.3} s | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} MiB | {:.0} MiB |",
 					f.reopen.as_secs_f64(),
@@ -295,8 +351,14 @@ fn main() {
 	}
 	let json: Vec<String> = rows
 		.iter()
-		.flat_map(|(n, ours, crash, base)| {
-			[("ours", ours), ("ours-after-crash", crash), ("baseline", base)].map(|(name, f)| {
+		.flat_map(|(n, ours, crash, journal, base)| {
+			[
+				("ours", ours),
+				("ours-after-crash", crash),
+				("ours-after-crash-no-snapshot", journal),
+				("baseline", base),
+			]
+			.map(|(name, f)| {
 				format!(
 					"{{\"n\":{n},\"store\":\"{name}\",\"reopen_ms\":{:.1},\"steady_heap_bytes\":{},\"peak_heap_bytes\":{},\"warm_heap_bytes\":{},\"peak_rss_bytes\":{},\"disk_bytes\":{}}}",
 					f.reopen.as_secs_f64() * 1000.0,

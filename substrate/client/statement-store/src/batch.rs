@@ -236,6 +236,42 @@ impl<'a> Batch<'a> {
 		Ok(self)
 	}
 
+	/// Append the batch's removals to the removal log (see [`schema::removal_segment_key`]);
+	/// returns the log's new position if there were any.
+	fn log_removals(&mut self) -> Result<Option<u64>> {
+		if self.removed.is_empty() {
+			return Ok(None);
+		}
+		let mut position = self.inner.removals.load(std::sync::atomic::Ordering::Acquire);
+		let mut open: Option<(u64, Vec<u8>)> = None;
+		for (hash, id) in &self.removed {
+			let segment = position / schema::REMOVAL_SEGMENT;
+			if open.as_ref().map(|(at, _)| *at) != Some(segment) {
+				if let Some((at, entries)) = open.take() {
+					self.ops.push((
+						schema::COL_META,
+						schema::removal_segment_key(at),
+						Some(entries),
+					));
+				}
+				let key = schema::removal_segment_key(segment);
+				let mut entries = self.inner.db.get(schema::COL_META, &key)?.unwrap_or_default();
+				let logged = (position % schema::REMOVAL_SEGMENT) as usize * schema::REMOVAL_ENTRY;
+				entries.truncate(logged);
+				open = Some((segment, entries));
+			}
+			let entries = &mut open.as_mut().expect("opened above").1;
+			entries.extend_from_slice(&id.to_le_bytes());
+			entries.extend_from_slice(&hash[..8]);
+			position += 1;
+		}
+		if let Some((at, entries)) = open {
+			self.ops.push((schema::COL_META, schema::removal_segment_key(at), Some(entries)));
+		}
+		self.ops.push((schema::COL_META, schema::KEY_REMOVALS.to_vec(), Some(position.encode())));
+		Ok(Some(position))
+	}
+
 	fn commit_as(mut self, replayed: Option<u64>) -> Result<Counters> {
 		let inner = self.inner;
 		for ((key, base), ids) in std::mem::take(&mut self.segments) {
@@ -251,11 +287,15 @@ impl<'a> Batch<'a> {
 			schema::KEY_COUNTERS.to_vec(),
 			Some(self.counters.encode()),
 		));
+		let removals = self.log_removals()?;
 		let seq = replayed.unwrap_or_else(|| inner.intent.allocate());
 		self.ops.push((schema::COL_META, schema::KEY_INTENT.to_vec(), Some(seq.encode())));
 
 		let view = inner.view.write();
 		inner.db.stage(self.ops);
+		if let Some(removals) = removals {
+			inner.removals.store(removals, std::sync::atomic::Ordering::Release);
+		}
 		if !self.postings.is_empty() {
 			inner.cache.changed();
 		}

@@ -69,6 +69,11 @@ pub struct Config {
 	pub checkpoint_period: Duration,
 	/// Bytes of changes after which a checkpoint runs before its period is up.
 	pub checkpoint_bytes: u64,
+	/// Admissions plus removals after which maintenance writes a membership snapshot; after
+	/// a crash, opening reads the snapshot and at most about this many journal entries.
+	pub snapshot_changes: u64,
+	/// Longest time maintenance lets changes go without a new membership snapshot.
+	pub snapshot_period: Duration,
 	/// Source of the current time.
 	pub clock: Clock,
 	/// Keys for `posted_clear`; without one, `posted_clear` finds nothing to decrypt.
@@ -93,6 +98,10 @@ pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
 pub const DEFAULT_CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
 /// 32 MiB of changes between checkpoints.
 pub const DEFAULT_CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
+/// A membership snapshot every 100,000 changes.
+pub const DEFAULT_SNAPSHOT_CHANGES: u64 = 100_000;
+/// Or every ten minutes when anything changed.
+pub const DEFAULT_SNAPSHOT_PERIOD: Duration = Duration::from_secs(600);
 /// 16 MiB of statement bodies (about 40,000 statements of 256 data bytes).
 pub const DEFAULT_BODY_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -110,6 +119,8 @@ impl Config {
 			sync_wal: false,
 			checkpoint_period: DEFAULT_CHECKPOINT_PERIOD,
 			checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
+			snapshot_changes: DEFAULT_SNAPSHOT_CHANGES,
+			snapshot_period: DEFAULT_SNAPSHOT_PERIOD,
 			clock: Clock::system(),
 			decryptor: None,
 		}

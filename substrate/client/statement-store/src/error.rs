@@ -38,6 +38,14 @@ pub enum Error {
 	/// A query the primitives refuse (for example more than four topics).
 	#[error(transparent)]
 	Query(#[from] statement_primitives::Error),
+	/// A file next to the database (the membership snapshot) could not be written.
+	#[error("cannot write {path}: {source}")]
+	File {
+		/// The file.
+		path: String,
+		/// Why.
+		source: std::io::Error,
+	},
 	/// Reading allowances from chain state failed.
 	#[error("allowance lookup failed: {0}")]
 	Allowance(String),

@@ -23,10 +23,13 @@
 //! segment or the counters, is written once.)
 //!
 //! The in-memory membership set that answers `has_statement` (6 bytes a statement) is written
-//! to [`SNAPSHOT_FILE`] when the store closes. Opening reads that snapshot if it matches the
-//! database's counters and newest journal entry and passes a sampled check against the
-//! journal; otherwise (after a crash) it reads the journal's ids and hashes instead. Either
-//! way no body is decoded, and posting lists load on first use.
+//! to [`SNAPSHOT_FILE`] when the store closes, and by maintenance every
+//! [`Config::snapshot_changes`] changes ([`Store::write_snapshot`]). Every removal is also
+//! appended to a removal log (id and fingerprint, in meta-column segments). Opening reads the
+//! snapshot; if the database moved on since (a crash), it adds the journal's entries after the
+//! snapshot and takes out the logged removals after it; the result must match the counters
+//! and pass a sampled check against the journal, else opening reads the whole journal's ids
+//! and hashes. Either way no body is decoded, and posting lists load on first use.
 //!
 //! Queries hold a shared view lock for their whole run; a writer plans under its own lock
 //! without blocking readers, and takes the view lock exclusively only to publish its batch
@@ -80,7 +83,7 @@ pub use chain_allowance::{AllowanceAt, ChainAllowances};
 pub use config::{
 	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_BODY_CACHE_BYTES, DEFAULT_CACHE_BYTES,
 	DEFAULT_CHECKPOINT_BYTES, DEFAULT_CHECKPOINT_PERIOD, DEFAULT_MAX_TOTAL_SIZE,
-	DEFAULT_MAX_TOTAL_STATEMENTS,
+	DEFAULT_MAX_TOTAL_STATEMENTS, DEFAULT_SNAPSHOT_CHANGES, DEFAULT_SNAPSHOT_PERIOD,
 };
 pub use error::{Error, Result};
 pub use maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};

@@ -30,6 +30,8 @@ pub struct MaintenanceReport {
 	pub accounts_checked: usize,
 	/// Whether the budget ran out before all work was done.
 	pub incomplete: bool,
+	/// Whether a membership snapshot was written (see [`crate::Store::write_snapshot`]).
+	pub snapshot_written: bool,
 }
 
 /// Run `slice` until it does less than a full slice of work or `deadline` passes. Returns the
@@ -57,7 +59,11 @@ impl Store {
 	/// Run maintenance for at most `budget` (at least one slice of each kind runs).
 	pub fn maintain_for(&self, budget: Duration) -> Result<MaintenanceReport> {
 		let mut report = MaintenanceReport::default();
-		let outcome = self.maintain_until(Instant::now() + budget, &mut report);
+		let mut outcome = self.maintain_until(Instant::now() + budget, &mut report);
+		if outcome.is_ok() && self.snapshot_due() {
+			outcome = self.write_snapshot();
+			report.snapshot_written = outcome.is_ok();
+		}
 		// Counted even when a later slice failed: earlier slices were committed.
 		self.inner.metrics.add_expired(report.expired as u64);
 		self.inner.metrics.add_evicted(report.evicted as u64);

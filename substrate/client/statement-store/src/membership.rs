@@ -10,8 +10,10 @@
 //! 48 bits, 6 bytes each. At 4.19M statements that is 24 MiB plus 1.5 MiB of bucket headers,
 //! where a hash set of 64-bit values would take about 72 MiB.
 //!
-//! The set can be written to a snapshot file when the store closes and read back when it
-//! opens, so that reopening does not walk the admission journal.
+//! The set is written to a snapshot file when the store closes and every so often while it
+//! runs (see `Store::maintain`), and read back when it opens, so that reopening does not walk
+//! the admission journal: after a clean stop the snapshot is exact; after a crash the store
+//! adds what the journal admitted and takes out what the removal log removed since it.
 
 use parking_lot::RwLock;
 use statement_primitives::Hash;
@@ -38,9 +40,13 @@ pub struct SnapshotTag {
 	pub next_id: u64,
 	/// Hash of the newest journal entry (zero when empty).
 	pub last_hash: Hash,
+	/// Position of the removal log: removals before it are reflected in the set.
+	pub removals: u64,
 }
 
-const MAGIC: &[u8; 8] = b"SSMEMB01";
+/// Version 2 added [`SnapshotTag::removals`]; a version 1 file is not read (the store reads
+/// the journal once instead).
+const MAGIC: &[u8; 8] = b"SSMEMB02";
 
 /// Sharded multiset of hash fingerprints.
 pub struct Membership {
@@ -98,9 +104,22 @@ impl Membership {
 		}
 	}
 
+	/// Forget one stored hash known only by its fingerprint (the removal log keeps those).
+	pub fn remove_fingerprint(&self, fingerprint: [u8; 8]) {
+		let mut hash = [0u8; 32];
+		hash[..8].copy_from_slice(&fingerprint);
+		self.remove(&hash);
+	}
+
+	/// A copy of the set as it is now (about 6 bytes a statement).
+	pub fn copy(&self) -> Membership {
+		Membership {
+			shards: self.shards.iter().map(|shard| RwLock::new(shard.read().clone())).collect(),
+		}
+	}
+
 	/// Fingerprints held.
-	#[cfg(test)]
-	fn len(&self) -> u64 {
+	pub fn len(&self) -> u64 {
 		self.shards
 			.iter()
 			.map(|shard| shard.read().iter().map(|bucket| bucket.len() as u64).sum::<u64>())
@@ -143,9 +162,12 @@ impl Membership {
 		std::fs::rename(&temporary, path)
 	}
 
-	/// Read a snapshot written by [`Membership::save`] if it exists, is intact and carries
-	/// `expected`; `Ok(None)` otherwise (the caller then rebuilds the set from the journal).
-	pub fn load(path: &Path, expected: &SnapshotTag) -> std::io::Result<Option<Membership>> {
+	/// Read a snapshot written by [`Membership::save`], with its tag, if it exists, is intact
+	/// and its tag passes `usable`; `Ok(None)` otherwise (the caller then rebuilds the set).
+	pub fn load(
+		path: &Path,
+		usable: impl FnOnce(&SnapshotTag) -> bool,
+	) -> std::io::Result<Option<(Membership, SnapshotTag)>> {
 		let file = match std::fs::File::open(path) {
 			Ok(file) => file,
 			Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -156,10 +178,10 @@ impl Membership {
 		if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
 			return Ok(None);
 		}
-		match read_tag(&mut input) {
-			Ok(tag) if tag == *expected => {}
+		let expected = match read_tag(&mut input) {
+			Ok(tag) if usable(&tag) => tag,
 			_ => return Ok(None),
-		}
+		};
 		let set = Membership::default();
 		let mut total = 0u64;
 		for bucket in 0..BUCKETS {
@@ -194,14 +216,15 @@ impl Membership {
 		{
 			return Ok(None);
 		}
-		Ok(Some(set))
+		Ok(Some((set, expected)))
 	}
 }
 
 fn write_tag(out: &mut impl Write, tag: &SnapshotTag) -> std::io::Result<()> {
 	out.write_all(&tag.count.to_le_bytes())?;
 	out.write_all(&tag.next_id.to_le_bytes())?;
-	out.write_all(&tag.last_hash)
+	out.write_all(&tag.last_hash)?;
+	out.write_all(&tag.removals.to_le_bytes())
 }
 
 fn read_tag(input: &mut impl Read) -> std::io::Result<SnapshotTag> {
@@ -212,7 +235,9 @@ fn read_tag(input: &mut impl Read) -> std::io::Result<SnapshotTag> {
 	let next_id = u64::from_le_bytes(word);
 	let mut last_hash = [0u8; 32];
 	input.read_exact(&mut last_hash)?;
-	Ok(SnapshotTag { count, next_id, last_hash })
+	input.read_exact(&mut word)?;
+	let removals = u64::from_le_bytes(word);
+	Ok(SnapshotTag { count, next_id, last_hash, removals })
 }
 
 /// Passes bytes through while hashing them (xxHash64).
@@ -266,7 +291,7 @@ mod tests {
 	}
 
 	fn tag(count: u64) -> SnapshotTag {
-		SnapshotTag { count, next_id: count + 1, last_hash: hash(count) }
+		SnapshotTag { count, next_id: count + 1, last_hash: hash(count), removals: count / 2 }
 	}
 
 	#[test]
@@ -320,12 +345,31 @@ mod tests {
 			set.insert(&hash(n));
 		}
 		set.save(&path, &tag(5000)).unwrap();
-		let loaded = Membership::load(&path, &tag(5000)).unwrap().expect("loaded");
+		let (loaded, read) = Membership::load(&path, |t| *t == tag(5000)).unwrap().expect("loaded");
+		assert_eq!(read, tag(5000));
 		assert_eq!(loaded.len(), 5000);
 		assert!((0..5000).all(|n| loaded.contains(&hash(n))));
 		assert!(!loaded.contains(&hash(5000)));
-		assert!(Membership::load(&path, &tag(4999)).unwrap().is_none());
-		assert!(Membership::load(&dir.path().join("absent"), &tag(5000)).unwrap().is_none());
+		assert!(Membership::load(&path, |t| *t == tag(4999)).unwrap().is_none());
+		assert!(Membership::load(&dir.path().join("absent"), |t| *t == tag(5000))
+			.unwrap()
+			.is_none());
+	}
+
+	#[test]
+	fn a_copy_is_independent_and_fingerprints_remove() {
+		let set = Membership::default();
+		for n in 0..100 {
+			set.insert(&hash(n));
+		}
+		let copy = set.copy();
+		set.remove(&hash(1));
+		assert!(copy.contains(&hash(1)));
+		let mut fingerprint = [0u8; 8];
+		fingerprint.copy_from_slice(&hash(2)[..8]);
+		copy.remove_fingerprint(fingerprint);
+		assert!(!copy.contains(&hash(2)));
+		assert_eq!((set.len(), copy.len()), (99, 99));
 	}
 
 	#[test]
@@ -342,14 +386,14 @@ mod tests {
 		let middle = flipped.len() / 2;
 		flipped[middle] ^= 1;
 		std::fs::write(&path, &flipped).unwrap();
-		assert!(Membership::load(&path, &tag(1000)).unwrap().is_none());
+		assert!(Membership::load(&path, |t| *t == tag(1000)).unwrap().is_none());
 		std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
-		assert!(Membership::load(&path, &tag(1000)).unwrap().is_none());
+		assert!(Membership::load(&path, |t| *t == tag(1000)).unwrap().is_none());
 		let mut longer = bytes.clone();
 		longer.push(0);
 		std::fs::write(&path, &longer).unwrap();
-		assert!(Membership::load(&path, &tag(1000)).unwrap().is_none());
+		assert!(Membership::load(&path, |t| *t == tag(1000)).unwrap().is_none());
 		std::fs::write(&path, &bytes).unwrap();
-		assert!(Membership::load(&path, &tag(1000)).unwrap().is_some());
+		assert!(Membership::load(&path, |t| *t == tag(1000)).unwrap().is_some());
 	}
 }

@@ -47,6 +47,24 @@ pub const KEY_SCHEMA: &[u8] = b"schema";
 pub const KEY_COUNTERS: &[u8] = b"counters";
 /// Sequence number (u64) of the newest intent-log batch the database holds; absent = 0.
 pub const KEY_INTENT: &[u8] = b"intent";
+/// Position (u64) of the removal log: how many removals were ever logged; absent = 0.
+pub const KEY_REMOVALS: &[u8] = b"removals";
+
+/// Removals per removal-log segment.
+pub const REMOVAL_SEGMENT: u64 = 256;
+/// Bytes per removal-log entry: the id (LE) and the hash's first 8 bytes (its fingerprint).
+pub const REMOVAL_ENTRY: usize = 16;
+
+/// Meta key of the removal-log segment holding removals `segment * REMOVAL_SEGMENT ..`.
+///
+/// The removal log lets a crashed store bring an older membership snapshot up to date: the
+/// journal says what was admitted since, this log what was removed. Segments older than the
+/// newest snapshot are deleted after it is written.
+pub fn removal_segment_key(segment: u64) -> Vec<u8> {
+	let mut key = b"removed".to_vec();
+	key.extend_from_slice(&segment.to_be_bytes());
+	key
+}
 
 /// parity-db options for the layout above.
 pub fn db_options(path: &Path, sync_wal: bool) -> Options {

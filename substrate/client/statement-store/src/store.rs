@@ -72,6 +72,25 @@ pub(crate) struct Inner {
 	pub allowance_cursor: Mutex<Option<AccountId>>,
 	/// Whether opening read the membership set from its snapshot instead of the journal.
 	pub reopened_from_snapshot: bool,
+	/// Statements admitted and removed since that snapshot, which opening caught up on.
+	pub caught_up: (u64, u64),
+	/// Position of the removal log (see [`schema::removal_segment_key`]). Changed by batches,
+	/// under the writer lock.
+	pub removals: AtomicU64,
+	/// What the newest membership snapshot covers.
+	pub snapshot_mark: Mutex<SnapshotMark>,
+}
+
+/// What the newest membership snapshot covers, to decide when the next one is due.
+pub struct SnapshotMark {
+	/// The journal position it covers.
+	pub next_id: Id,
+	/// The removal-log position it covers.
+	pub removals: u64,
+	/// When it was written (or the store opened).
+	pub at: std::time::Instant,
+	/// Removal-log segments below this one are deleted.
+	pub trimmed_below: u64,
 }
 
 /// The membership snapshot, written when the store closes, next to parity-db's files.
@@ -121,7 +140,8 @@ impl Drop for Inner {
 		let shown = self.config.path.display().to_string();
 		let path = self.config.path.join(SNAPSHOT_FILE);
 		let started = std::time::Instant::now();
-		let saved = snapshot_tag(self.db.raw(), &counters, &shown)
+		let removals = self.removals.load(Ordering::Acquire);
+		let saved = snapshot_tag(self.db.raw(), &counters, removals, &shown)
 			.map_err(|err| err.to_string())
 			.and_then(|tag| self.membership.save(&path, &tag).map_err(|err| err.to_string()));
 		match saved {
@@ -155,22 +175,70 @@ impl Store {
 		let db =
 			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
 		let counters = read_schema(&db, &shown, config.sync_wal)?;
-		let tag = snapshot_tag(&db, &counters, &shown)?;
+		let removals: u64 = match db.get(schema::COL_META, schema::KEY_REMOVALS)? {
+			Some(bytes) => schema::decode_value(schema::COL_META, &bytes)?,
+			None => 0,
+		};
+		let tag = snapshot_tag(&db, &counters, removals, &shown)?;
 		let snapshot = path.join(SNAPSHOT_FILE);
-		let loaded = match Membership::load(&snapshot, &tag) {
+		// A snapshot from before the database's state can be brought up to date; one from
+		// after it (the database lost commits it covers, to power loss) cannot.
+		let loaded = match Membership::load(&snapshot, |old| {
+			old.next_id <= tag.next_id && old.removals <= tag.removals
+		}) {
 			Ok(loaded) => loaded,
 			Err(err) => {
 				log::warn!(target: "statement-store", "cannot read {}: {err}", snapshot.display());
 				None
 			}
 		};
+		let mut caught_up = (0, 0);
 		let from_snapshot = match loaded {
-			Some(set) => check_samples(&db, &set, &counters, &shown)?.then_some(set),
+			Some((set, old)) => {
+				let delta = if old == tag {
+					Some((0, 0))
+				} else {
+					catch_up(&db, &set, &old, &tag, &shown)?
+				};
+				match delta {
+					Some(delta)
+						if set.len() == counters.count
+							&& check_samples(&db, &set, &counters, &shown)? =>
+					{
+						caught_up = delta;
+						Some((set, old))
+					}
+					Some(_) => {
+						log::warn!(
+							target: "statement-store",
+							"{shown}: the membership snapshot and the removal log do not add up to \
+							 the database; reading the journal"
+						);
+						None
+					}
+					None => None,
+				}
+			}
 			None => None,
 		};
 		let reopened_from_snapshot = from_snapshot.is_some();
+		let mark = match &from_snapshot {
+			Some((_, old)) => SnapshotMark {
+				next_id: old.next_id,
+				removals: old.removals,
+				at: std::time::Instant::now(),
+				trimmed_below: old.removals / schema::REMOVAL_SEGMENT,
+			},
+			// No usable snapshot: the first maintenance run writes one.
+			None => SnapshotMark {
+				next_id: 0,
+				removals: 0,
+				at: std::time::Instant::now(),
+				trimmed_below: 0,
+			},
+		};
 		let membership = match from_snapshot {
-			Some(set) => set,
+			Some((set, _)) => set,
 			None => {
 				if counters.count > 0 {
 					log::info!(
@@ -200,7 +268,13 @@ impl Store {
 			"opened {shown}: {} statements, {} bytes{}",
 			counters.count,
 			counters.total_size,
-			if reopened_from_snapshot { " (membership from snapshot)" } else { "" }
+			match (reopened_from_snapshot, caught_up) {
+				(false, _) => String::new(),
+				(true, (0, 0)) => " (membership from snapshot)".into(),
+				(true, (added, removed)) => format!(
+					" (membership from snapshot, then {added} admitted and {removed} removed since)"
+				),
+			}
 		);
 		let keyed = has_segments(&db, PostingKey::Keyed)?;
 		let banned = {
@@ -240,6 +314,9 @@ impl Store {
 			banned: AtomicBool::new(banned),
 			allowance_cursor: Mutex::new(None),
 			reopened_from_snapshot,
+			caught_up,
+			removals: AtomicU64::new(removals),
+			snapshot_mark: Mutex::new(mark),
 		};
 		inner.redo(intents, intent_seq, &shown)?;
 		let current = inner.intent.current_path();
@@ -279,6 +356,72 @@ impl Store {
 	/// Statement bodies decoded while opening (none: opening reads ids and hashes only).
 	pub fn body_decodes_while_opening(&self) -> u64 {
 		self.inner.body_decodes.load(Ordering::Relaxed)
+	}
+
+	/// How many statements admitted and removed since the membership snapshot opening read
+	/// from the journal and the removal log: `(0, 0)` after a clean stop or without a
+	/// snapshot (see [`Store::reopened_from_snapshot`]).
+	pub fn caught_up_while_opening(&self) -> (u64, u64) {
+		self.inner.caught_up
+	}
+
+	/// Write the membership snapshot now, so that opening after a crash starts from it
+	/// instead of walking the journal. [`Store::maintain`] calls this when one is due (see
+	/// [`Config::snapshot_changes`]); submits wait only while the set is copied.
+	pub fn write_snapshot(&self) -> Result<()> {
+		let inner = &self.inner;
+		let started = std::time::Instant::now();
+		let shown = inner.config.path.display().to_string();
+		let (copy, tag) = {
+			let counters = inner.writer.lock();
+			// The snapshot may only cover batches parity-db holds: after a crash the intent
+			// log redoes the others, and would add them a second time.
+			inner.processor.drain()?;
+			let removals = inner.removals.load(Ordering::Acquire);
+			let tag = snapshot_tag(inner.db.raw(), &counters, removals, &shown)?;
+			(inner.membership.copy(), tag)
+		};
+		let copied = started.elapsed();
+		let path = inner.config.path.join(SNAPSHOT_FILE);
+		copy.save(&path, &tag)
+			.map_err(|source| Error::File { path: path.display().to_string(), source })?;
+		drop(copy);
+		let mut mark = inner.snapshot_mark.lock();
+		let trim_below = tag.removals / schema::REMOVAL_SEGMENT;
+		if trim_below > mark.trimmed_below {
+			// The removal log before this snapshot is not needed any more.
+			let ops = (mark.trimmed_below..trim_below)
+				.map(|segment| (schema::COL_META, schema::removal_segment_key(segment), None))
+				.collect();
+			let _counters = inner.writer.lock();
+			let _view = inner.view.write();
+			inner.db.stage(ops);
+		}
+		*mark = SnapshotMark {
+			next_id: tag.next_id,
+			removals: tag.removals,
+			at: std::time::Instant::now(),
+			trimmed_below: trim_below.max(mark.trimmed_below),
+		};
+		log::debug!(
+			target: "statement-store",
+			"wrote {} ({} statements) in {:?}, submits held for {copied:?}",
+			path.display(),
+			tag.count,
+			started.elapsed()
+		);
+		Ok(())
+	}
+
+	/// Whether enough changed since the newest membership snapshot to write another.
+	pub(crate) fn snapshot_due(&self) -> bool {
+		let inner = &self.inner;
+		let next_id = inner.writer.lock().next_id;
+		let removals = inner.removals.load(Ordering::Acquire);
+		let mark = inner.snapshot_mark.lock();
+		let changes = next_id.saturating_sub(mark.next_id) + removals.saturating_sub(mark.removals);
+		changes >= inner.config.snapshot_changes
+			|| (changes > 0 && mark.at.elapsed() >= inner.config.snapshot_period)
 	}
 
 	/// Whether opening took the membership set from the snapshot written at the last clean
@@ -620,7 +763,12 @@ const OPEN_SAMPLES: u64 = 64;
 
 /// What a membership snapshot must carry to be used with this database: the counters and
 /// the newest journal entry, whose id must be below the next id.
-fn snapshot_tag(db: &parity_db::Db, counters: &Counters, path: &str) -> Result<SnapshotTag> {
+fn snapshot_tag(
+	db: &parity_db::Db,
+	counters: &Counters,
+	removals: u64,
+	path: &str,
+) -> Result<SnapshotTag> {
 	let mut iter = db.iter(schema::COL_JOURNAL)?;
 	iter.seek_to_last()?;
 	let mut last_hash = [0u8; 32];
@@ -637,7 +785,53 @@ fn snapshot_tag(db: &parity_db::Db, counters: &Counters, path: &str) -> Result<S
 		}
 		last_hash = hash;
 	}
-	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash })
+	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash, removals })
+}
+
+/// Bring a membership snapshot taken at `old` up to the database at `now`: add the journal's
+/// entries from `old.next_id` on, take out the logged removals from `old.removals` on of
+/// statements admitted before the snapshot (later ones were never added). Returns how many
+/// were added and removed, or `None` if the removal log no longer reaches back that far.
+fn catch_up(
+	db: &parity_db::Db,
+	set: &Membership,
+	old: &SnapshotTag,
+	now: &SnapshotTag,
+	path: &str,
+) -> Result<Option<(u64, u64)>> {
+	let mut added = 0;
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	iter.seek(&schema::id_key(old.next_id))?;
+	while let Some((key, value)) = iter.next()? {
+		let (_, hash) = schema::journal_entry(&key, &value)?;
+		set.insert(&hash);
+		added += 1;
+	}
+	let mut removed = 0;
+	let mut position = old.removals;
+	while position < now.removals {
+		let segment = position / schema::REMOVAL_SEGMENT;
+		let entries =
+			db.get(schema::COL_META, &schema::removal_segment_key(segment))?.unwrap_or_default();
+		let end = ((segment + 1) * schema::REMOVAL_SEGMENT).min(now.removals);
+		for at in position..end {
+			let offset = (at % schema::REMOVAL_SEGMENT) as usize * schema::REMOVAL_ENTRY;
+			let Some(entry) = entries.get(offset..offset + schema::REMOVAL_ENTRY) else {
+				log::warn!(
+					target: "statement-store",
+					"{path}: the removal log lacks removal {at}; reading the journal"
+				);
+				return Ok(None);
+			};
+			let (id, fingerprint) = entry.split_at(8);
+			if u64::from_le_bytes(id.try_into().expect("8 bytes")) < old.next_id {
+				set.remove_fingerprint(fingerprint.try_into().expect("8 bytes"));
+				removed += 1;
+			}
+		}
+		position = end;
+	}
+	Ok(Some((added, removed)))
 }
 
 /// Check a loaded snapshot against the database: journal entries spread over the id range

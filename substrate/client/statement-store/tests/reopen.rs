@@ -76,7 +76,7 @@ fn bans_outlive_a_reopen() {
 }
 
 #[test]
-fn a_snapshot_older_than_the_database_is_not_used() {
+fn a_snapshot_older_than_the_database_is_brought_up_to_date() {
 	let dir = tempfile::tempdir().unwrap();
 	let clock = TestClock::new();
 	let first = simple(1, &[1], b"first");
@@ -97,9 +97,11 @@ fn a_snapshot_older_than_the_database_is_not_used() {
 	// have left it.
 	std::fs::write(&snapshot, old).unwrap();
 	let store = open(dir.path(), &clock);
-	assert!(!store.reopened_from_snapshot());
+	assert!(store.reopened_from_snapshot());
+	assert_eq!(store.caught_up_while_opening(), (1, 1), "one admitted and one removed since");
 	assert!(store.has_statement(&second.hash()));
 	assert!(!store.has_statement(&first.hash()));
+	assert_eq!(store.len(), 1);
 }
 
 #[test]
