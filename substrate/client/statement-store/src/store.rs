@@ -175,10 +175,7 @@ impl Store {
 		let db =
 			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
 		let counters = read_schema(&db, &shown, config.sync_wal)?;
-		let removals: u64 = match db.get(schema::COL_META, schema::KEY_REMOVALS)? {
-			Some(bytes) => schema::decode_value(schema::COL_META, &bytes)?,
-			None => 0,
-		};
+		let removals = meta_position(&db, schema::KEY_REMOVALS)?;
 		let tag = snapshot_tag(&db, &counters, removals, &shown)?;
 		let snapshot = path.join(SNAPSHOT_FILE);
 		// A snapshot from before the database's state can be brought up to date; one from
@@ -282,10 +279,7 @@ impl Store {
 			iter.seek_to_first()?;
 			iter.next()?.is_some()
 		};
-		let intent_seq: u64 = match db.get(schema::COL_META, schema::KEY_INTENT)? {
-			Some(bytes) => schema::decode_value(schema::COL_META, &bytes)?,
-			None => 0,
-		};
+		let intent_seq = meta_position(&db, schema::KEY_INTENT)?;
 		let (intents, old_intent_files) = wal::read_intents(&path)?;
 		let next_seq = intents.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
 		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
@@ -761,8 +755,16 @@ struct JournalSummary {
 /// swapped body table, few enough that opening stays instant.
 const OPEN_SAMPLES: u64 = 64;
 
-/// What a membership snapshot must carry to be used with this database: the counters and
-/// the newest journal entry, whose id must be below the next id.
+/// A u64 position kept in the meta column (intent sequence, removal log); absent = 0.
+fn meta_position(db: &parity_db::Db, key: &[u8]) -> Result<u64> {
+	match db.get(schema::COL_META, key)? {
+		Some(bytes) => schema::decode_value(schema::COL_META, &bytes),
+		None => Ok(0),
+	}
+}
+
+/// What the database says now, for tagging a membership snapshot: the counters, the
+/// removal-log position and the newest journal entry, whose id must be below the next id.
 fn snapshot_tag(
 	db: &parity_db::Db,
 	counters: &Counters,

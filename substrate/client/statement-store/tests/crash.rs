@@ -90,19 +90,25 @@ fn abort_child() {
 	std::process::abort();
 }
 
-#[test]
-fn acknowledged_changes_survive_an_abort_right_after_the_acknowledgement() {
-	let dir = tempfile::tempdir().unwrap();
+/// Run the ignored test `child` in a child process with `var` set to `dir`, require that it
+/// aborted, and open the store it left behind.
+fn reopen_after_child(child: &str, var: &str, dir: &std::path::Path) -> Store {
 	let status = Command::new(std::env::current_exe().unwrap())
-		.args(["--exact", "abort_child", "--ignored", "--nocapture", "--test-threads", "1"])
-		.env(ABORT_VAR, dir.path())
+		.args(["--exact", child, "--ignored", "--nocapture", "--test-threads", "1"])
+		.env(var, dir)
 		.stdout(Stdio::null())
 		.stderr(Stdio::null())
 		.status()
 		.unwrap();
-	assert!(!status.success(), "the child was meant to abort");
-	let store = Store::open(config(dir.path(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
-		.expect("reopens after abort");
+	assert!(!status.success(), "{child} was meant to abort");
+	Store::open(config(dir, &TestClock::new()), allowances(u32::MAX, u32::MAX))
+		.expect("reopens after abort")
+}
+
+#[test]
+fn acknowledged_changes_survive_an_abort_right_after_the_acknowledgement() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = reopen_after_child("abort_child", ABORT_VAR, dir.path());
 	for n in 0..20u8 {
 		let hash = simple(u32::from(n % 4), &[1], &[n]).hash();
 		assert!(
@@ -151,16 +157,7 @@ fn snapshot_child() {
 #[test]
 fn a_crash_after_a_snapshot_catches_up_from_the_journal_and_the_removal_log() {
 	let dir = tempfile::tempdir().unwrap();
-	let status = Command::new(std::env::current_exe().unwrap())
-		.args(["--exact", "snapshot_child", "--ignored", "--nocapture", "--test-threads", "1"])
-		.env(SNAPSHOT_VAR, dir.path())
-		.stdout(Stdio::null())
-		.stderr(Stdio::null())
-		.status()
-		.unwrap();
-	assert!(!status.success(), "the child was meant to abort");
-	let store = Store::open(config(dir.path(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
-		.expect("reopens after abort");
+	let store = reopen_after_child("snapshot_child", SNAPSHOT_VAR, dir.path());
 	assert!(store.reopened_from_snapshot(), "the snapshot written before the crash was not used");
 	// 40..60 less 50..55 admitted since the snapshot; 0..10 of its statements removed since.
 	assert_eq!(store.caught_up_while_opening(), (15, 10));
