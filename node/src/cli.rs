@@ -30,6 +30,23 @@ pub enum Command {
 	},
 	/// Build and sign a statement, print it as `0x`-hex ready for `statement_submit`.
 	Sign(SignCmd),
+	/// Verify every statement and index of a stopped node's database; exits non-zero if
+	/// anything is damaged.
+	CheckDb(DbCmd),
+	/// Rebuild a stopped node's database from its intact statements: the old one is kept
+	/// beside it, and the statements left out are listed in a side file.
+	Repair(DbCmd),
+}
+
+/// `statement-node check-db` and `repair`: which database.
+#[derive(Debug, Parser)]
+pub struct DbCmd {
+	/// `dev`, `local` or a path to a chain spec JSON file.
+	#[arg(long, default_value = "local")]
+	pub chain: String,
+	/// The node's base path (`-d` of the node).
+	#[arg(short = 'd', long, value_name = "PATH")]
+	pub base_path: Option<PathBuf>,
 }
 
 /// `statement-node sign`.
@@ -128,6 +145,15 @@ pub struct RunCmd {
 	/// MiB of recently read statements kept in memory for queries (0 turns it off).
 	#[arg(long, default_value_t = 16)]
 	pub statement_store_body_cache_mib: usize,
+	/// MiB of disk kept free under the database: below it, new statements are refused (reads
+	/// and removals go on) until space returns, so a full disk never stops the node.
+	#[arg(long, value_name = "MIB", default_value_t = statement_store::DEFAULT_MIN_FREE_BYTES >> 20)]
+	pub statement_store_min_free_mib: u64,
+	/// After a crash, if the store's intent log lacks acknowledged changes (an intent file
+	/// removed, or damaged records), redo the intact ones and keep the files aside as
+	/// `*.damaged` instead of refusing to start.
+	#[arg(long)]
+	pub statement_store_skip_intent_gaps: bool,
 	/// P2P port (accepted for orchestrators; networking is not built yet).
 	#[arg(long)]
 	pub port: Option<u16>,

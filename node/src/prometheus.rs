@@ -90,6 +90,24 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 		"gauge",
 		metrics.subscriptions,
 	);
+	gauge(
+		"substrate_statement_store_corrupt_total",
+		"Statements found damaged on disk when read and left out of answers.",
+		"counter",
+		metrics.corrupt,
+	);
+	gauge(
+		"substrate_statement_store_disk_free_bytes",
+		"Bytes free on the disk holding the database.",
+		"gauge",
+		metrics.disk_free_bytes,
+	);
+	gauge(
+		"substrate_statement_store_disk_space_low",
+		"1 while free disk space is below the reserve and new statements are refused.",
+		"gauge",
+		u64::from(metrics.disk_low),
+	);
 	out.push_str("# HELP substrate_statement_store_submits_total Submissions by outcome.\n");
 	out.push_str("# TYPE substrate_statement_store_submits_total counter\n");
 	for (outcome, count) in &metrics.submits {

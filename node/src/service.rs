@@ -1,6 +1,6 @@
 //! Wires the node together: chain spec, store, maintenance, JSON-RPC, metrics, shutdown.
 
-use crate::{chain_spec::ChainSpec, cli::RunCmd, prometheus, rpc};
+use crate::{chain_spec::ChainSpec, cli::RunCmd, database, prometheus, rpc};
 use statement_store::{Config, Error as StoreError, Store};
 use std::{
 	net::{IpAddr, Ipv4Addr, SocketAddr},
@@ -28,11 +28,6 @@ pub fn run(cmd: RunCmd) -> Result<(), String> {
 	result
 }
 
-fn default_base_path() -> PathBuf {
-	let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-	home.join(".local/share/statement-node")
-}
-
 async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	let started = SystemTime::now();
 	// Installed before anything else, so a signal during startup is not the default "die".
@@ -53,9 +48,9 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 			_tmp = Some(dir);
 			path
 		}
-		None => default_base_path(),
+		None => database::default_base_path(),
 	};
-	let db_path = base_path.join("chains").join(&spec.id).join("statements");
+	let db_path = database::path(&base_path, &spec);
 	let name = cmd.name.clone().unwrap_or_else(|| "statement-node".into());
 	log::info!("Statement store node {}", env!("CARGO_PKG_VERSION"));
 	log::info!("Node name: {name}");
@@ -72,6 +67,8 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	config.max_total_size = cmd.statement_store_max_total_size;
 	config.cache_bytes = cmd.statement_store_cache_mib.saturating_mul(1024 * 1024);
 	config.body_cache_bytes = cmd.statement_store_body_cache_mib.saturating_mul(1024 * 1024);
+	config.min_free_bytes = cmd.statement_store_min_free_mib.saturating_mul(1024 * 1024);
+	config.skip_intent_gaps = cmd.statement_store_skip_intent_gaps;
 	let store = Store::open(config, Arc::new(allowances)).map_err(|err| match err {
 		StoreError::Db(parity_db_error) if parity_db_error.to_string().contains("in use") => {
 			format!(

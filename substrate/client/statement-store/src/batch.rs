@@ -197,9 +197,9 @@ impl<'a> Batch<'a> {
 		Ok(())
 	}
 
-	/// Write everything in one commit and publish it to cache, membership and subscribers
-	/// while readers wait; then, with readers free again, append the batch to the intent log.
-	/// Returns (the counters after the commit) only once the batch is durable.
+	/// Append the batch to the intent log, then stage it as one commit and publish it to
+	/// cache, membership and subscribers while readers wait. Returns the counters after the
+	/// commit; on error nothing of the batch is visible or durable.
 	pub fn commit(self) -> Result<Counters> {
 		self.commit_as(None)
 	}
@@ -210,8 +210,10 @@ impl<'a> Batch<'a> {
 		self.commit_as(Some(seq))
 	}
 
-	/// Redo `steps` (a batch from the intent log) against the current state.
-	pub fn redo(mut self, steps: Vec<Step>) -> Result<Self> {
+	/// Redo `steps` (a batch from the intent log) against the current state. `tolerant`
+	/// (batches before this one are missing) skips adding what is stored and removing what
+	/// is not, instead of calling the database inconsistent.
+	pub fn redo(mut self, steps: Vec<Step>, tolerant: bool) -> Result<Self> {
 		for step in steps {
 			match step {
 				Step::Add { account, encoding } => {
@@ -221,19 +223,42 @@ impl<'a> Batch<'a> {
 							detail: format!("intent log statement: {err}"),
 						})?;
 					let hash = statement_primitives::hash_encoded(&encoding);
+					if tolerant && self.stored(&hash)? {
+						continue;
+					}
 					self.add(hash, account, &statement, encoding)?;
 				}
 				Step::Remove { hash, ban_until } => {
-					let record = self.inner.record(&hash)?.ok_or_else(|| Error::Corrupt {
-						path: self.inner.config.path.display().to_string(),
-						detail: "the intent log removes a statement the database lacks".into(),
-					})?;
+					let record = match self.inner.record(&hash)? {
+						Some(record) if !self.removed.iter().any(|(gone, _)| *gone == hash) => {
+							record
+						}
+						_ if tolerant => continue,
+						_ => {
+							return Err(Error::Corrupt {
+								path: self.inner.config.path.display().to_string(),
+								detail: "the intent log removes a statement the database lacks"
+									.into(),
+							})
+						}
+					};
 					self.remove(&hash, &record, ban_until)?;
 				}
 				Step::Unban { hash, until } => self.unban(&hash, until),
 			}
 		}
 		Ok(self)
+	}
+
+	/// Whether `hash` is stored, counting this batch's own steps.
+	fn stored(&self, hash: &Hash) -> Result<bool> {
+		if self.added.iter().any(|(added, _, _)| added == hash) {
+			return Ok(true);
+		}
+		if self.removed.iter().any(|(gone, _)| gone == hash) {
+			return Ok(false);
+		}
+		Ok(self.inner.record(hash)?.is_some())
 	}
 
 	/// Append the batch's removals to the removal log (see [`schema::removal_segment_key`]);
@@ -288,11 +313,23 @@ impl<'a> Batch<'a> {
 			Some(self.counters.encode()),
 		));
 		let removals = self.log_removals()?;
-		let seq = replayed.unwrap_or_else(|| inner.intent.allocate());
+		let seq = replayed.unwrap_or_else(|| inner.intent.next_seq());
 		self.ops.push((schema::COL_META, schema::KEY_INTENT.to_vec(), Some(seq.encode())));
+		if replayed.is_none() {
+			// Durable before visible: if the append fails, nothing of the batch was staged
+			// or published, and its ids and sequence number are given out again.
+			inner.intent.append(seq, &self.steps)?;
+			let bytes: usize = self
+				.ops
+				.iter()
+				.map(|(_, key, value)| key.len() + value.as_ref().map_or(0, Vec::len))
+				.sum();
+			inner.disk.spend(3 * bytes as u64);
+		}
 
 		let view = inner.view.write();
 		inner.db.stage(self.ops);
+		inner.processor.staged(seq);
 		if let Some(removals) = removals {
 			inner.removals.store(removals, std::sync::atomic::Ordering::Release);
 		}
@@ -317,14 +354,78 @@ impl<'a> Batch<'a> {
 			.notify(self.added.iter().map(|(_, record, encoding)| (record, encoding)));
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
 		drop(view);
-		// Readers already see the batch (it is staged); the writer lock, still held by our
-		// caller, keeps intent records in commit order.
-		if replayed.is_none() {
-			inner.intent.append(seq, &self.steps)?;
-			if inner.processor.backlogged() {
-				inner.processor.drain()?;
+		if replayed.is_none() && inner.processor.backlogged() {
+			// The batch is durable and published: a failed hand-over here must not fail it
+			// (the caller would give its ids out again). The background thread retries.
+			if let Err(err) = inner.processor.drain() {
+				log::warn!(target: "statement-store", "handing changes to the database failed: {err}");
 			}
 		}
 		Ok(self.counters)
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use crate::{Config, MapAllowances, Store};
+	use sp_core::Pair;
+	use statement_primitives::{
+		Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
+	};
+	use std::sync::{atomic::Ordering, Arc};
+
+	fn open(path: &std::path::Path) -> Store {
+		let allowances = MapAllowances::new().with_default(StatementAllowance::new(100, 1 << 20));
+		Store::open(Config::new(path), Arc::new(allowances)).unwrap()
+	}
+
+	fn signed(n: u8) -> Statement {
+		let mut statement = Statement::new();
+		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
+		statement.set_topic(0, Topic([n; 32]));
+		statement.set_plain_data(vec![n; 3]);
+		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n; 32]));
+		statement
+	}
+
+	fn found(store: &Store, n: u8) -> Vec<Vec<u8>> {
+		store.broadcasts(&[Topic([n; 32])]).unwrap()
+	}
+
+	#[test]
+	fn a_failed_intent_append_leaves_no_trace_and_gives_no_id_twice() {
+		let dir = tempfile::tempdir().unwrap();
+		let store = open(dir.path());
+		assert_eq!(store.submit(signed(0), StatementSource::Local), SubmitResult::New);
+		store.inner.intent.fail_appends.store(5, Ordering::Release);
+		for n in 1..=5 {
+			match store.submit(signed(n), StatementSource::Local) {
+				SubmitResult::InternalError(err) => {
+					assert!(err.to_string().contains("cannot append to the intent log"), "{err}")
+				}
+				other => panic!("expected an internal error, got {other:?}"),
+			}
+			assert!(!store.has_statement(&signed(n).hash()));
+			assert!(found(&store, n).is_empty());
+		}
+		assert_eq!(store.submit(signed(6), StatementSource::Local), SubmitResult::New);
+		assert_eq!(found(&store, 6), vec![vec![6; 3]]);
+		for n in 1..=5 {
+			assert!(found(&store, n).is_empty(), "statement {n} must not answer with 6's data");
+		}
+		// Nothing of the failed ones reached parity-db either, so no crash can bring them back.
+		store.inner.processor.checkpoint().unwrap();
+		for n in 1..=5 {
+			let hash = signed(n).hash();
+			assert_eq!(store.inner.db.raw().get(crate::schema::COL_HASH, &hash).unwrap(), None);
+		}
+		assert_eq!(store.submit(signed(1), StatementSource::Local), SubmitResult::New);
+		assert_eq!(store.len(), 3);
+		drop(store);
+		let store = open(dir.path());
+		assert_eq!(store.len(), 3);
+		for (n, expected) in [(0, 1), (1, 1), (2, 0), (5, 0), (6, 1)] {
+			assert_eq!(found(&store, n).len(), expected, "statement {n}");
+		}
 	}
 }

@@ -63,6 +63,14 @@ pub struct Config {
 	/// fsync the log before acknowledging each change, so that acknowledged changes survive
 	/// power loss, not only a process crash. Off by default: it costs an fsync per submit.
 	pub sync_wal: bool,
+	/// When the intent log lacks batches the database does not hold either (an intent file
+	/// removed by hand, or damaged records), redo the intact batches and keep the intent files
+	/// aside (renamed `*.damaged`) instead of refusing to open. Off by default: the missing
+	/// batches held acknowledged changes, and the operator should decide.
+	pub skip_intent_gaps: bool,
+	/// Bytes of disk kept free: below this, new statements are refused (reads, removals and
+	/// maintenance go on) until space returns. See `disk`.
+	pub min_free_bytes: u64,
 	/// Longest time between checkpoints, which apply parity-db's log to its tables and
 	/// recycle it. Longer means less disk work per change and more memory held by parity-db
 	/// in between; a checkpoint also runs early after [`Config::checkpoint_bytes`].
@@ -102,6 +110,8 @@ pub const DEFAULT_CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
 pub const DEFAULT_SNAPSHOT_CHANGES: u64 = 100_000;
 /// Or every ten minutes when anything changed.
 pub const DEFAULT_SNAPSHOT_PERIOD: Duration = Duration::from_secs(600);
+/// 128 MiB of disk kept free: two checkpoints' worth of changes and room to spare.
+pub const DEFAULT_MIN_FREE_BYTES: u64 = 128 * 1024 * 1024;
 /// 16 MiB of statement bodies (about 40,000 statements of 256 data bytes).
 pub const DEFAULT_BODY_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -117,6 +127,8 @@ impl Config {
 			body_cache_bytes: DEFAULT_BODY_CACHE_BYTES,
 			maintenance_budget: Duration::from_millis(20),
 			sync_wal: false,
+			skip_intent_gaps: false,
+			min_free_bytes: DEFAULT_MIN_FREE_BYTES,
 			checkpoint_period: DEFAULT_CHECKPOINT_PERIOD,
 			checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
 			snapshot_changes: DEFAULT_SNAPSHOT_CHANGES,

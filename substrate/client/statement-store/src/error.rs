@@ -17,7 +17,7 @@ pub enum Error {
 		supported: u32,
 	},
 	/// The database contents contradict each other (a corrupt or truncated directory).
-	#[error("database at {path} is inconsistent: {detail}. Nothing was deleted; restore it from a backup or move it aside.")]
+	#[error("database at {path} is inconsistent: {detail}. Nothing was deleted; `statement-node check-db` lists the damage and `statement-node repair` rebuilds the database from its intact statements (or restore a backup).")]
 	Corrupt {
 		/// Database directory.
 		path: String,
@@ -38,17 +38,59 @@ pub enum Error {
 	/// A query the primitives refuse (for example more than four topics).
 	#[error(transparent)]
 	Query(#[from] statement_primitives::Error),
-	/// A file next to the database (the membership snapshot) could not be written.
-	#[error("cannot write {path}: {source}")]
-	File {
-		/// The file.
+	/// A file operation failed: a full disk, a missing or unwritable file.
+	#[error("cannot {operation} {path}: {source}")]
+	Io {
+		/// What the store was doing, e.g. "append to the intent log".
+		operation: &'static str,
+		/// The file or directory.
 		path: String,
 		/// Why.
 		source: std::io::Error,
 	},
+	/// parity-db failed inside while reading its own files: they are damaged.
+	#[error("the database files are damaged: parity-db failed reading them ({0}). Stop the node and run `statement-node check-db`, then `statement-node repair`.")]
+	Damaged(String),
+	/// The disk holding the database is nearly full: new statements are refused until space
+	/// is freed (see [`crate::Config::min_free_bytes`]).
+	#[error("the disk holding {path} is nearly full: {} MiB free, below the reserve of {} MiB kept for the database; new statements are refused until space is freed", free >> 20, reserve >> 20)]
+	DiskFull {
+		/// Database directory.
+		path: String,
+		/// Bytes free at the last measurement.
+		free: u64,
+		/// Bytes the store keeps free.
+		reserve: u64,
+	},
+	/// The intent log lacks acknowledged changes the database does not hold either (a file
+	/// removed by hand, or damaged records), so opening would silently lose them.
+	#[error("the intent log in {path} lacks batches {first} to {last}, which the database does not hold either ({detail}). Nothing was changed. Restore the missing intent files, or open with the option to skip intent gaps (statement-node: --statement-store-skip-intent-gaps) to redo the intact batches and keep the intent files aside.")]
+	IntentGap {
+		/// Database directory.
+		path: String,
+		/// First missing batch.
+		first: u64,
+		/// Last missing batch.
+		last: u64,
+		/// Where the damage was found.
+		detail: String,
+	},
 	/// Reading allowances from chain state failed.
 	#[error("allowance lookup failed: {0}")]
 	Allowance(String),
+}
+
+/// Run `work`, turning a panic (parity-db panics on some kinds of damage to its own files)
+/// into [`Error::Damaged`].
+pub(crate) fn catch_db_panic<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+	std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+		let message = panic
+			.downcast_ref::<&str>()
+			.map(|text| text.to_string())
+			.or_else(|| panic.downcast_ref::<String>().cloned())
+			.unwrap_or_else(|| "unknown panic".into());
+		Err(Error::Damaged(message))
+	})
 }
 
 /// Result with the store's [`Error`].
@@ -59,6 +101,7 @@ impl From<Error> for statement_primitives::Error {
 		match err {
 			Error::Query(inner) => inner,
 			Error::Allowance(detail) => statement_primitives::Error::Storage(detail),
+			Error::DiskFull { .. } => statement_primitives::Error::Storage(err.to_string()),
 			Error::BadValue { .. } => statement_primitives::Error::Decode(err.to_string()),
 			other => statement_primitives::Error::Db(other.to_string()),
 		}

@@ -62,7 +62,9 @@ mod bodies;
 mod cache;
 #[cfg(feature = "chain")]
 mod chain_allowance;
+mod check;
 mod config;
+mod disk;
 mod error;
 mod limit;
 mod maintenance;
@@ -80,10 +82,12 @@ mod wal;
 pub use allowance::{AllowanceProvider, MapAllowances};
 #[cfg(feature = "chain")]
 pub use chain_allowance::{AllowanceAt, ChainAllowances};
+pub use check::{check, repair, CheckReport, RepairReport};
 pub use config::{
 	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_BODY_CACHE_BYTES, DEFAULT_CACHE_BYTES,
 	DEFAULT_CHECKPOINT_BYTES, DEFAULT_CHECKPOINT_PERIOD, DEFAULT_MAX_TOTAL_SIZE,
-	DEFAULT_MAX_TOTAL_STATEMENTS, DEFAULT_SNAPSHOT_CHANGES, DEFAULT_SNAPSHOT_PERIOD,
+	DEFAULT_MAX_TOTAL_STATEMENTS, DEFAULT_MIN_FREE_BYTES, DEFAULT_SNAPSHOT_CHANGES,
+	DEFAULT_SNAPSHOT_PERIOD,
 };
 pub use error::{Error, Result};
 pub use maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};

@@ -128,6 +128,66 @@ impl Store {
 		Ok(removed)
 	}
 
+	/// Evict the lowest-priority statements (lowest expiry first, over all accounts) until the
+	/// store fits [`crate::Config::max_total_statements`] and
+	/// [`crate::Config::max_total_size`]: opening runs this, so a restart with lower limits
+	/// takes effect at once. Returns how many were evicted.
+	pub(crate) fn trim_to_limits(&self) -> Result<u64> {
+		let inner = &self.inner;
+		let config = &inner.config;
+		let over = |counters: &schema::Counters| {
+			counters.count > config.max_total_statements
+				|| counters.total_size > config.max_total_size
+		};
+		let before = *inner.writer.lock();
+		if !over(&before) {
+			return Ok(0);
+		}
+		log::info!(
+			target: "statement-store",
+			"{}: {} statements of {} bytes exceed the limits ({} statements, {} bytes); \
+			 evicting the lowest-priority ones",
+			config.path.display(),
+			before.count,
+			before.total_size,
+			config.max_total_statements,
+			config.max_total_size
+		);
+		let mut evicted = 0;
+		loop {
+			let mut counters = inner.writer.lock();
+			if !over(&counters) {
+				break;
+			}
+			let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
+			iter.seek_to_first()?;
+			let mut batch = Batch::new(inner, *counters);
+			let (mut count, mut size) = (counters.count, counters.total_size);
+			let mut removed = 0;
+			while removed < SLICE
+				&& (count > config.max_total_statements || size > config.max_total_size)
+			{
+				let Some((_, value)) = iter.next()? else { break };
+				let hash =
+					schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
+				let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+				batch.remove(&hash, &record, None)?;
+				count -= 1;
+				size = size.saturating_sub(u64::from(record.encoded_len));
+				removed += 1;
+			}
+			drop(iter);
+			if removed == 0 {
+				break;
+			}
+			*counters = batch.commit()?;
+			evicted += removed as u64;
+		}
+		inner.metrics.add_evicted(evicted);
+		log::info!(target: "statement-store", "evicted {evicted} statements to fit the limits");
+		Ok(evicted)
+	}
+
 	/// Lift up to one slice of bans whose period has ended.
 	fn purge_bans_slice(&self) -> Result<usize> {
 		let inner = &self.inner;

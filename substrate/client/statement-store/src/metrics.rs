@@ -13,6 +13,7 @@ pub struct Metrics {
 	bytes: AtomicU64,
 	expired: AtomicU64,
 	evicted: AtomicU64,
+	corrupt: AtomicU64,
 	submits: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -27,6 +28,8 @@ pub struct MetricsSnapshot {
 	pub expired: u64,
 	/// Statements evicted to make room for others or after an allowance dropped.
 	pub evicted: u64,
+	/// Statements found damaged on disk when read, and left out of answers.
+	pub corrupt: u64,
 	/// Submissions by outcome label (`new`, `known`, `account_full`, ...).
 	pub submits: BTreeMap<&'static str, u64>,
 	/// MatchAll cache hits.
@@ -37,6 +40,10 @@ pub struct MetricsSnapshot {
 	pub cache_bytes: u64,
 	/// Open subscriptions.
 	pub subscriptions: u64,
+	/// Bytes free on the database's disk at the last measurement.
+	pub disk_free_bytes: u64,
+	/// Whether that is below the reserve, so new statements are refused.
+	pub disk_low: bool,
 }
 
 impl Metrics {
@@ -61,12 +68,17 @@ impl Metrics {
 		self.evicted.fetch_add(count, Ordering::Relaxed);
 	}
 
+	pub(crate) fn add_corrupt(&self) {
+		self.corrupt.fetch_add(1, Ordering::Relaxed);
+	}
+
 	pub(crate) fn snapshot(&self) -> MetricsSnapshot {
 		MetricsSnapshot {
 			statements: self.statements.load(Ordering::Relaxed),
 			bytes: self.bytes.load(Ordering::Relaxed),
 			expired: self.expired.load(Ordering::Relaxed),
 			evicted: self.evicted.load(Ordering::Relaxed),
+			corrupt: self.corrupt.load(Ordering::Relaxed),
 			submits: self.submits.lock().clone(),
 			..MetricsSnapshot::default()
 		}

@@ -94,7 +94,7 @@ impl Database {
 				}
 			}
 		}
-		Ok(self.db.get(col, key)?)
+		crate::error::catch_db_panic(|| Ok(self.db.get(col, key)?))
 	}
 
 	/// An ordered iterator over `col`, which sees every change staged so far.

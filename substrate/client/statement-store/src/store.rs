@@ -3,6 +3,7 @@
 use crate::{
 	bodies::BodyCache,
 	cache::PostingCache,
+	disk::DiskGuard,
 	membership::{Membership, SnapshotTag},
 	metrics::{Metrics, MetricsSnapshot},
 	posting::{decode_segment, encode_segment, intersect, segment_base, PostingList},
@@ -37,14 +38,16 @@ pub struct Store {
 }
 
 pub(crate) struct Inner {
-	/// Declared first so it stops (and lets go of the database) before `db` is dropped.
-	_log_applier: LogApplier,
+	/// Stopped first when the store closes, so that the last checkpoint runs alone.
+	log_applier: LogApplier,
 	/// parity-db with the batches not yet handed to it (see `staging`).
 	pub db: Arc<Database>,
 	/// The redo log every acknowledged batch is appended to (see `wal`).
 	pub intent: Arc<IntentLog>,
 	/// Writes queued commits to parity-db's log.
 	pub processor: Arc<Processor>,
+	/// Free disk space, measured by the drain thread; submits are refused while it is low.
+	pub disk: Arc<DiskGuard>,
 	pub config: Config,
 	/// Shared by queries for their whole run; taken exclusively only to publish a commit.
 	pub view: ViewLock,
@@ -79,7 +82,12 @@ pub(crate) struct Inner {
 	pub removals: AtomicU64,
 	/// What the newest membership snapshot covers.
 	pub snapshot_mark: Mutex<SnapshotMark>,
+	/// Statements found damaged on disk, left out of answers (see [`Inner::body_from_disk`]).
+	pub quarantined: Mutex<std::collections::HashSet<Id>>,
 }
+
+/// Quarantined ids remembered (so each is logged once); past this, damage is only counted.
+const MAX_QUARANTINED: usize = 100_000;
 
 /// What the newest membership snapshot covers, to decide when the next one is due.
 pub struct SnapshotMark {
@@ -98,8 +106,9 @@ pub const SNAPSHOT_FILE: &str = "membership.snapshot";
 
 impl Inner {
 	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
-	/// and make parity-db hold them durably before the store is used.
-	fn redo(&self, intents: Vec<wal::Intent>, held: u64, path: &str) -> Result<()> {
+	/// and make parity-db hold them durably before the store is used. `tolerant` (after a
+	/// gap the operator chose to skip) lets a step that no longer applies pass.
+	fn redo(&self, intents: Vec<wal::Intent>, held: u64, tolerant: bool, path: &str) -> Result<()> {
 		let pending: Vec<_> = intents.into_iter().filter(|(seq, _)| *seq > held).collect();
 		if pending.is_empty() {
 			return Ok(());
@@ -110,26 +119,19 @@ impl Inner {
 			pending.len()
 		);
 		let mut counters = self.writer.lock();
-		for (expected, (seq, steps)) in (held + 1..).zip(pending) {
-			if seq != expected {
-				log::error!(
-					target: "statement-store",
-					"{path}: the intent log skips from batch {} to {seq}; later changes are lost",
-					expected - 1
-				);
-				break;
-			}
-			let batch = crate::batch::Batch::new(self, *counters).redo(steps)?;
+		for (seq, steps) in pending {
+			let batch = crate::batch::Batch::new(self, *counters).redo(steps, tolerant)?;
 			*counters = batch.commit_replayed(seq)?;
 		}
 		drop(counters);
-		// The old intent files are deleted next: make parity-db hold the batches durably.
+		// The old intent files go next: make parity-db hold the batches durably.
 		self.processor.checkpoint()
 	}
 }
 
 impl Drop for Inner {
 	fn drop(&mut self) {
+		self.log_applier.stop();
 		if let Err(err) = self.processor.checkpoint() {
 			log::warn!(target: "statement-store", "writing the last commits failed: {err}");
 		} else {
@@ -166,15 +168,40 @@ impl Store {
 	/// Refuses, without changing anything on disk, a directory that is not a database of this
 	/// store, one written by a newer schema, or one whose counters contradict its journal.
 	pub fn open(config: Config, allowances: Arc<dyn AllowanceProvider>) -> Result<Store> {
+		Store::open_checked(config, allowances, true)
+	}
+
+	/// [`Store::open`]; `sample_bodies` checks a sample of bodies against their hashes and
+	/// refuses the database if one does not match (off for `check` and `repair`, which look
+	/// at every body themselves).
+	pub(crate) fn open_checked(
+		config: Config,
+		allowances: Arc<dyn AllowanceProvider>,
+		sample_bodies: bool,
+	) -> Result<Store> {
+		crate::error::catch_db_panic(|| Store::open_unguarded(config, allowances, sample_bodies))
+	}
+
+	fn open_unguarded(
+		config: Config,
+		allowances: Arc<dyn AllowanceProvider>,
+		sample_bodies: bool,
+	) -> Result<Store> {
 		let path = config.path.clone();
 		let shown = path.display().to_string();
 		check_directory(&path)?;
-		std::fs::create_dir_all(&path).map_err(|err| {
-			Error::Config(format!("cannot create database directory {shown}: {err}"))
+		std::fs::create_dir_all(&path).map_err(|source| Error::Io {
+			operation: "create the database directory",
+			path: shown.clone(),
+			source,
 		})?;
 		let db =
 			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
 		let counters = read_schema(&db, &shown, config.sync_wal)?;
+		// Read before anything else changes, so that a gap refuses the open untouched.
+		let intent_seq = meta_position(&db, schema::KEY_INTENT)?;
+		let mut intents = wal::read_intents(&path)?;
+		let gap = check_intents(&intents, intent_seq, config.skip_intent_gaps, &shown)?;
 		let removals = meta_position(&db, schema::KEY_REMOVALS)?;
 		let tag = snapshot_tag(&db, &counters, removals, &shown)?;
 		let snapshot = path.join(SNAPSHOT_FILE);
@@ -200,7 +227,7 @@ impl Store {
 				match delta {
 					Some(delta)
 						if set.len() == counters.count
-							&& check_samples(&db, &set, &counters, &shown)? =>
+							&& check_samples(&db, &set, &counters, sample_bodies, &shown)? =>
 					{
 						caught_up = delta;
 						Some((set, old))
@@ -246,7 +273,7 @@ impl Store {
 					);
 				}
 				let set = Membership::default();
-				let journal = load_journal(&db, &set, counters.count, &shown)?;
+				let journal = load_journal(&db, &set, counters.count, sample_bodies, &shown)?;
 				if journal.count != counters.count || journal.next_id > counters.next_id {
 					return Err(Error::Corrupt {
 						path: shown,
@@ -279,22 +306,22 @@ impl Store {
 			iter.seek_to_first()?;
 			iter.next()?.is_some()
 		};
-		let intent_seq = meta_position(&db, schema::KEY_INTENT)?;
-		let (intents, old_intent_files) = wal::read_intents(&path)?;
-		let next_seq = intents.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
+		let next_seq = intents.records.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
 		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
 		let db = Arc::new(Database::new(db));
 		let processor = Arc::new(Processor::new(db.clone(), intent.clone(), &config));
 		let writer = Arc::new(Mutex::new(counters));
-		let log_applier = LogApplier::start(processor.clone(), LOG_APPLY_PERIOD)
+		let disk = Arc::new(DiskGuard::new(path.clone(), config.min_free_bytes));
+		let log_applier = LogApplier::start(processor.clone(), disk.clone(), LOG_APPLY_PERIOD)
 			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
 		let inner = Inner {
-			_log_applier: log_applier,
+			log_applier,
 			cache: PostingCache::new(config.cache_bytes),
 			bodies: BodyCache::new(config.body_cache_bytes),
 			db,
 			intent,
 			processor,
+			disk,
 			config,
 			view: ViewLock::default(),
 			writer,
@@ -311,18 +338,29 @@ impl Store {
 			caught_up,
 			removals: AtomicU64::new(removals),
 			snapshot_mark: Mutex::new(mark),
+			quarantined: Mutex::default(),
 		};
-		inner.redo(intents, intent_seq, &shown)?;
+		let old_intent_files = std::mem::take(&mut intents.files);
+		inner.redo(intents.records, intent_seq, gap, &shown)?;
+		// parity-db now holds every batch they had: delete them, or after a skipped gap keep
+		// them aside for the operator.
 		let current = inner.intent.current_path();
 		for file in old_intent_files.iter().filter(|file| **file != current) {
-			if let Err(err) = std::fs::remove_file(file) {
-				log::warn!(target: "statement-store", "cannot delete {}: {err}", file.display());
+			let done = if gap {
+				std::fs::rename(file, file.with_extension("log.damaged"))
+			} else {
+				std::fs::remove_file(file)
+			};
+			if let Err(err) = done {
+				log::warn!(target: "statement-store", "cannot move or delete {}: {err}", file.display());
 			}
 		}
 		let counters = *inner.writer.lock();
 		inner.metrics.set_totals(counters.count, counters.total_size);
 		inner.opening.store(false, Ordering::Relaxed);
-		Ok(Store { inner: Arc::new(inner) })
+		let store = Store { inner: Arc::new(inner) };
+		store.trim_to_limits()?;
+		Ok(store)
 	}
 
 	/// Number of statements stored.
@@ -344,6 +382,7 @@ impl Store {
 		snapshot.cache_bytes =
 			(self.inner.cache.used_bytes() + self.inner.bodies.used_bytes()) as u64;
 		snapshot.subscriptions = self.inner.subscriptions.len() as u64;
+		(snapshot.disk_free_bytes, snapshot.disk_low) = self.inner.disk.state();
 		snapshot
 	}
 
@@ -377,8 +416,11 @@ impl Store {
 		};
 		let copied = started.elapsed();
 		let path = inner.config.path.join(SNAPSHOT_FILE);
-		copy.save(&path, &tag)
-			.map_err(|source| Error::File { path: path.display().to_string(), source })?;
+		copy.save(&path, &tag).map_err(|source| Error::Io {
+			operation: "write the membership snapshot",
+			path: path.display().to_string(),
+			source,
+		})?;
 		drop(copy);
 		let mut mark = inner.snapshot_mark.lock();
 		let trim_below = tag.removals / schema::REMOVAL_SEGMENT;
@@ -514,7 +556,9 @@ impl Store {
 		let ids = self.match_all(key, topics)?;
 		let mut out = Vec::with_capacity(ids.len());
 		for body in self.inner.bodies(&ids)? {
-			let statement = self.inner.decode_body(&body)?;
+			// Checked against its hash when read from disk, so this only fails for a statement
+			// written by a build with another notion of validity; it is left out like damage.
+			let Ok(statement) = self.inner.decode_body(&body) else { continue };
 			if let Some(item) = map(body, statement) {
 				out.push(item);
 			}
@@ -538,7 +582,9 @@ impl Inner {
 			let Some((key, value)) = iter.next()? else { break };
 			let (id, hash) = schema::journal_entry(&key, &value)?;
 			// Read once (gossip, replay, dump): not worth keeping in the body cache.
-			out.push((id, hash, self.body_from_disk(id)?));
+			if let Some(body) = self.body_from_disk(id, Some(&hash))? {
+				out.push((id, hash, body));
+			}
 		}
 		Ok(out)
 	}
@@ -572,28 +618,67 @@ impl Inner {
 		Ok(ids)
 	}
 
-	/// Encodings of these ids.
+	/// Encodings of these ids, leaving out quarantined ones (see [`Inner::body_from_disk`]).
 	pub fn bodies(&self, ids: &[Id]) -> Result<Vec<Vec<u8>>> {
-		ids.iter().map(|id| self.body(*id)).collect()
+		ids.iter().filter_map(|id| self.body(*id).transpose()).collect()
 	}
 
-	/// The encoding of an indexed id, from the body cache or read and kept there.
-	pub fn body(&self, id: Id) -> Result<Vec<u8>> {
+	/// The encoding of an indexed id, from the body cache or read and kept there; `None` if
+	/// it is quarantined.
+	pub fn body(&self, id: Id) -> Result<Option<Vec<u8>>> {
 		if let Some(body) = self.bodies.get(id) {
-			return Ok(body.to_vec());
+			return Ok(Some(body.to_vec()));
 		}
-		let body = self.body_from_disk(id)?;
+		let Some(body) = self.body_from_disk(id, None)? else { return Ok(None) };
 		self.bodies.insert(id, &body);
-		Ok(body)
+		Ok(Some(body))
 	}
 
-	/// The encoding of an indexed id, from the database. Bodies and index entries go in one
-	/// commit, so a missing body means the database files were damaged.
-	fn body_from_disk(&self, id: Id) -> Result<Vec<u8>> {
-		self.db.get(schema::COL_BODY, &schema::body_key(id))?.ok_or_else(|| Error::Corrupt {
-			path: self.config.path.display().to_string(),
-			detail: format!("statement {id} is indexed but its body is missing"),
-		})
+	/// The encoding of an indexed id, from the database, checked against its hash (`hash`
+	/// if the caller has it, else the journal's), so that a damaged database never serves a
+	/// statement other than the one stored. Bodies and index entries go in one commit, so a
+	/// missing or mismatching body means the files were damaged: the statement is
+	/// quarantined (logged once, counted, left out of answers) and `None` returned, so the
+	/// rest of an answer still comes. `statement-node check-db` finds them all, `repair`
+	/// rebuilds the indexes without them.
+	pub fn body_from_disk(&self, id: Id, hash: Option<&Hash>) -> Result<Option<Vec<u8>>> {
+		let expected = match hash {
+			Some(hash) => Some(*hash),
+			None => self
+				.db
+				.get(schema::COL_JOURNAL, &schema::id_key(id))?
+				.and_then(|value| schema::array32(&value)),
+		};
+		let body = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
+		let problem = match (&body, expected) {
+			(Some(body), Some(expected))
+				if statement_primitives::hash_encoded(body) == expected =>
+			{
+				return Ok(body.clone().into())
+			}
+			(None, _) => "is indexed but its body is missing",
+			(Some(_), None) => "is indexed but has no journal entry",
+			(Some(_), Some(_)) => "has a body that does not match its hash",
+		};
+		self.quarantine(id, problem);
+		Ok(None)
+	}
+
+	/// Leave statement `id` out of answers from now on; log it the first time.
+	fn quarantine(&self, id: Id, problem: &str) {
+		let mut quarantined = self.quarantined.lock();
+		if quarantined.len() >= MAX_QUARANTINED {
+			self.metrics.add_corrupt();
+		} else if quarantined.insert(id) {
+			self.metrics.add_corrupt();
+			log::error!(
+				target: "statement-store",
+				"{}: statement {id} {problem}; it is left out of answers. Run `statement-node \
+				 check-db` to find all damage and `statement-node repair` to rebuild the indexes \
+				 from the intact statements.",
+				self.config.path.display()
+			);
+		}
 	}
 
 	pub fn decode_body(&self, body: &[u8]) -> Result<Statement> {
@@ -746,6 +831,46 @@ fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) -> Result<(
 	Ok(())
 }
 
+/// Log what reading the intent log found; refuse a gap in its sequence numbers after
+/// `held` (the newest batch the database holds) unless `skip` says to go on. Returns whether
+/// a gap is being skipped.
+fn check_intents(intents: &wal::IntentRead, held: u64, skip: bool, path: &str) -> Result<bool> {
+	let last_file = intents.files.last();
+	for (file, at, len) in &intents.damaged {
+		let at_end = Some(file) == last_file
+			&& std::fs::metadata(file).is_ok_and(|meta| meta.len() == (at + len) as u64);
+		if at_end {
+			log::info!(
+				target: "statement-store",
+				"{}: the last intent record was cut short at byte {at} (a crash during an \
+				 append); it was never acknowledged",
+				file.display()
+			);
+		} else {
+			log::warn!(
+				target: "statement-store",
+				"{}: {len} damaged bytes at byte {at} skipped; reading went on at the next \
+				 intact record",
+				file.display()
+			);
+		}
+	}
+	let Some((first, last)) = intents.gap_after(held) else { return Ok(false) };
+	let detail = match intents.damaged.first() {
+		Some((file, at, _)) => format!("damaged records from byte {at} of {}", file.display()),
+		None => "an intent file is missing".into(),
+	};
+	if !skip {
+		return Err(Error::IntentGap { path: path.into(), first, last, detail });
+	}
+	log::error!(
+		target: "statement-store",
+		"{path}: the intent log lacks batches {first} to {last} ({detail}); redoing the intact \
+		 batches as asked, the intent files are kept as *.damaged"
+	);
+	Ok(true)
+}
+
 struct JournalSummary {
 	count: u64,
 	next_id: Id,
@@ -844,6 +969,7 @@ fn check_samples(
 	db: &parity_db::Db,
 	set: &Membership,
 	counters: &Counters,
+	bodies: bool,
 	path: &str,
 ) -> Result<bool> {
 	if counters.count == 0 {
@@ -856,7 +982,9 @@ fn check_samples(
 		iter.seek(&schema::id_key(from))?;
 		let Some((key, value)) = iter.next()? else { break };
 		let (id, hash) = schema::journal_entry(&key, &value)?;
-		check_body(db, id, &hash, path)?;
+		if bodies {
+			check_body(db, id, &hash, path)?;
+		}
 		if !set.contains(&hash) {
 			log::warn!(
 				target: "statement-store",
@@ -886,6 +1014,7 @@ fn load_journal(
 	db: &parity_db::Db,
 	membership: &Membership,
 	expected: u64,
+	bodies: bool,
 	path: &str,
 ) -> Result<JournalSummary> {
 	let mut iter = db.iter(schema::COL_JOURNAL)?;
@@ -894,7 +1023,7 @@ fn load_journal(
 	let mut summary = JournalSummary { count: 0, next_id: 1 };
 	while let Some((key, value)) = iter.next()? {
 		let (id, hash) = schema::journal_entry(&key, &value)?;
-		if summary.count % stride == 0 {
+		if bodies && summary.count % stride == 0 {
 			check_body(db, id, &hash, path)?;
 		}
 		membership.insert(&hash);
@@ -916,7 +1045,9 @@ impl StatementStore for Store {
 		let _view = self.inner.view.read();
 		let mut out = Vec::new();
 		for (_, hash, body) in self.inner.journal_since(0, usize::MAX)? {
-			out.push((hash, self.inner.decode_body(&body)?));
+			if let Ok(statement) = self.inner.decode_body(&body) {
+				out.push((hash, statement));
+			}
 		}
 		Ok(out)
 	}
@@ -927,8 +1058,14 @@ impl StatementStore for Store {
 		}
 		let _view = self.inner.view.read();
 		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
-		let body = self.inner.body(record.id)?;
-		Ok(Some(self.inner.decode_body(&body)?))
+		let body = match self.inner.bodies.get(record.id) {
+			Some(body) => body.to_vec(),
+			None => match self.inner.body_from_disk(record.id, Some(hash))? {
+				Some(body) => body,
+				None => return Ok(None),
+			},
+		};
+		Ok(self.inner.decode_body(&body).ok())
 	}
 
 	fn has_statement(&self, hash: &Hash) -> bool {
@@ -1091,6 +1228,109 @@ mod tests {
 		iter.seek_to_first().unwrap();
 		let (first, _) = iter.next().unwrap().unwrap();
 		assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
+	}
+
+	/// A store closed cleanly with `n` statements, and intent records for `extra` more that
+	/// the database lacks, as a crash would leave them: `(first_seq, statements)`.
+	fn with_pending_intents(
+		dir: &std::path::Path,
+		n: u8,
+		extra: std::ops::Range<u8>,
+		skip_at: Option<usize>,
+	) -> (u64, Vec<Statement>) {
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let store = Store::open(Config::new(dir), Arc::new(allowances)).unwrap();
+		for k in 0..n {
+			assert_eq!(store.submit(signed(k, None), StatementSource::Local), SubmitResult::New);
+		}
+		drop(store);
+		let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
+		let held = meta_position(&db, schema::KEY_INTENT).unwrap();
+		drop(db);
+		let mut log = IntentLog::create(dir, false, held + 1).unwrap();
+		let mut statements = Vec::new();
+		for (index, k) in extra.enumerate() {
+			let statement = signed(k, None);
+			if Some(index) == skip_at {
+				// A second file from here on, one batch further: as if a file holding that
+				// batch had been removed.
+				log = IntentLog::create(dir, false, log.next_seq() + 1).unwrap();
+			}
+			let seq = log.next_seq();
+			let account = match statement.verify_signature() {
+				statement_primitives::SignatureVerificationResult::Valid(account) => account,
+				_ => panic!("signed"),
+			};
+			log.append(seq, &[wal::Step::Add { account, encoding: statement.encode() }]).unwrap();
+			statements.push(statement);
+		}
+		(held + 1, statements)
+	}
+
+	fn open_with(dir: &std::path::Path, skip_intent_gaps: bool) -> Result<Store> {
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let mut config = Config::new(dir);
+		config.skip_intent_gaps = skip_intent_gaps;
+		Store::open(config, Arc::new(allowances))
+	}
+
+	#[test]
+	fn pending_intents_are_redone_and_their_files_removed() {
+		let dir = tempfile::tempdir().unwrap();
+		let (_, pending) = with_pending_intents(dir.path(), 3, 10..20, None);
+		let store = open_with(dir.path(), false).unwrap();
+		assert_eq!(store.len(), 13);
+		assert!(pending.iter().all(|statement| store.has_statement(&statement.hash())));
+		let names: Vec<_> = std::fs::read_dir(dir.path())
+			.unwrap()
+			.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+			.filter(|name| name.starts_with("intent-"))
+			.collect();
+		assert_eq!(names.len(), 1, "only the new, empty intent file: {names:?}");
+	}
+
+	#[test]
+	fn a_damaged_intent_record_refuses_open_and_skipping_keeps_every_intact_one() {
+		let dir = tempfile::tempdir().unwrap();
+		let (first, pending) = with_pending_intents(dir.path(), 3, 10..20, None);
+		let file = dir.path().join(format!("intent-{first:020}.log"));
+		let mut bytes = std::fs::read(&file).unwrap();
+		// A flipped byte in the fourth of ten equally long records.
+		let record = bytes.len() / 10;
+		bytes[3 * record + record / 2] ^= 0x10;
+		std::fs::write(&file, &bytes).unwrap();
+		match open_with(dir.path(), false) {
+			Err(Error::IntentGap { first: gap_first, last, detail, .. }) => {
+				assert_eq!((gap_first, last), (first + 3, first + 3));
+				assert!(detail.contains("damaged records"), "{detail}");
+			}
+			other => panic!("expected IntentGap, got {:?}", other.err()),
+		}
+		assert_eq!(std::fs::read(&file).unwrap(), bytes, "a refused open changes nothing");
+		let store = open_with(dir.path(), true).unwrap();
+		assert_eq!(store.len(), 3 + 9);
+		for (k, statement) in pending.iter().enumerate() {
+			assert_eq!(store.has_statement(&statement.hash()), k != 3, "statement {k}");
+		}
+		assert!(dir.path().join(format!("intent-{first:020}.log.damaged")).is_file());
+	}
+
+	#[test]
+	fn a_missing_intent_file_is_an_error_that_names_the_batches() {
+		let dir = tempfile::tempdir().unwrap();
+		let (first, _) = with_pending_intents(dir.path(), 2, 10..16, Some(2));
+		let err = open_with(dir.path(), false).err().expect("refused");
+		let Error::IntentGap { first: missing, last, ref detail, .. } = err else {
+			panic!("expected IntentGap, got {err}")
+		};
+		assert_eq!((missing, last), (first + 2, first + 2));
+		assert!(detail.contains("missing"), "{detail}");
+		assert!(
+			err.to_string().contains(&format!("lacks batches {missing} to {missing}")),
+			"{err}"
+		);
 	}
 
 	#[test]

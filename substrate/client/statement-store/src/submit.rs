@@ -34,6 +34,9 @@ impl Store {
 
 	fn try_submit(&self, statement: Statement, source: StatementSource) -> Result<SubmitResult> {
 		let inner = &self.inner;
+		if let Some(full) = inner.disk.refusal() {
+			return Ok(SubmitResult::InternalError(full.into()));
+		}
 		let encoding = statement.encode();
 		if encoding.len() > MAX_STATEMENT_SIZE {
 			return Ok(SubmitResult::Invalid(InvalidReason::EncodingTooLarge {

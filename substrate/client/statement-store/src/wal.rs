@@ -11,20 +11,29 @@
 //! parity-db commit (meta key `intent`), so after a crash opening knows exactly which batches
 //! parity-db already holds and redoes the rest, in order, from the same starting state.
 //!
+//! A batch is appended *before* it is staged and published: nothing is visible to a query,
+//! a subscriber or parity-db before it is durable. If the append fails (a full disk), the
+//! batch is dropped whole, its sequence number is not used up, and what the failed write left
+//! in the file is taken back; the caller gets an error naming the file.
+//!
+//! Records are self-delimiting (a magic, the length, a checksum over both and the body), so
+//! reading after damage resumes at the next intact record; a gap in sequence numbers is
+//! reported, never skipped silently (see `store::open`).
+//!
 //! Acknowledged batches wait in memory, staged (see `staging`), and a background thread
 //! then does parity-db's work: it hands everything staged to parity-db as one commit, writes
-//! it to parity-db's log, applies logged commits to the tables, recycles log files, and deletes intent files
-//! whose every batch parity-db has written. parity-db runs with its own threads off; this
-//! thread does what they would, plus the intent bookkeeping.
+//! it to parity-db's log, applies logged commits to the tables, recycles log files, and
+//! deletes intent files whose every batch parity-db has written. parity-db runs with its own
+//! threads off; this thread does what they would, plus the intent bookkeeping.
 
-use crate::{staging::Database, Error, Result};
+use crate::{disk::DiskGuard, staging::Database, Error, Result};
 use codec::{Decode, Encode};
 use parking_lot::{Condvar, Mutex};
 use statement_primitives::{AccountId, Hash};
 use std::{
 	fs::File,
 	hash::Hasher,
-	io::{Read, Write},
+	io::{Seek, SeekFrom, Write},
 	path::{Path, PathBuf},
 	sync::{
 		atomic::{AtomicU64, Ordering},
@@ -80,12 +89,20 @@ pub type Intent = (u64, Vec<Step>);
 
 /// Intent files are named `intent-<first sequence>.log`; a new one is started past this size.
 const INTENT_FILE_BYTES: u64 = 4 << 20;
-const RECORD_HEADER: usize = 12;
+/// Every record starts with these bytes, so that reading can find the next intact record
+/// after a damaged one.
+const MAGIC: [u8; 4] = *b"SSi2";
+/// Magic, body length (u32 LE), xxh64 of the length and the body (u64 LE).
+const RECORD_HEADER: usize = 16;
+/// Records of files written before the magic: body length, xxh64 of the body.
+const LEGACY_HEADER: usize = 12;
 
 struct Current {
 	file: File,
 	first_seq: u64,
 	bytes: u64,
+	/// A failed append could not be taken back: the next append starts a new file.
+	broken: bool,
 	/// Older files still needed, oldest first: (first sequence, path).
 	older: Vec<(u64, PathBuf)>,
 }
@@ -95,8 +112,12 @@ pub struct IntentLog {
 	dir: PathBuf,
 	sync: bool,
 	current: Mutex<Current>,
+	/// The sequence number the next append takes; advanced only by an append that succeeded.
 	next_seq: AtomicU64,
 	last_appended: AtomicU64,
+	/// Appends that fail on purpose, for the tests of what a failed write leaves behind.
+	#[cfg(test)]
+	pub fail_appends: std::sync::atomic::AtomicUsize,
 }
 
 fn intent_path(dir: &Path, first_seq: u64) -> PathBuf {
@@ -121,109 +142,231 @@ fn intent_files(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
 	Ok(files)
 }
 
-/// Every intact record in the intent files of `dir`, in order, and the files read. Reading
-/// stops at the first record that is cut short or fails its checksum: that is where a crash
-/// interrupted an append, and nothing after it was acknowledged.
-pub fn read_intents(dir: &Path) -> Result<(Vec<Intent>, Vec<PathBuf>)> {
-	let io = |err: std::io::Error| Error::Config(format!("cannot read intent log: {err}"));
-	let files = intent_files(dir).map_err(io)?;
-	let mut records = Vec::new();
-	let mut paths = Vec::new();
-	let mut torn = false;
+/// What reading the intent files found.
+#[derive(Debug, Default)]
+pub struct IntentRead {
+	/// Intact records in sequence order. Where two hold the same sequence number, the later
+	/// one wins: the earlier was an append that failed and was retried under that number.
+	pub records: Vec<Intent>,
+	/// The files read, oldest first.
+	pub files: Vec<PathBuf>,
+	/// Stretches that held no intact record: (file, byte offset, length).
+	pub damaged: Vec<(PathBuf, usize, usize)>,
+}
+
+impl IntentRead {
+	fn push(&mut self, record: Intent) {
+		while self.records.last().is_some_and(|(seq, _)| *seq >= record.0) {
+			self.records.pop();
+		}
+		self.records.push(record);
+	}
+
+	/// The first run of batches after `held` that no intact record holds, if a later one
+	/// does: `(first, last)` missing.
+	pub fn gap_after(&self, held: u64) -> Option<(u64, u64)> {
+		let mut expected = held + 1;
+		for (seq, _) in self.records.iter().filter(|(seq, _)| *seq > held) {
+			if *seq != expected {
+				return Some((expected, seq - 1));
+			}
+			expected += 1;
+		}
+		None
+	}
+}
+
+/// Every intact record in the intent files of `dir`. Records are self-delimiting and
+/// checksummed, so a damaged stretch (a flipped byte, a torn append) costs only the records
+/// in it: reading goes on at the next intact record. The caller decides what a gap in the
+/// sequence numbers means ([`IntentRead::gap_after`]).
+pub fn read_intents(dir: &Path) -> Result<IntentRead> {
+	let shown = dir.display().to_string();
+	let files = intent_files(dir).map_err(|source| Error::Io {
+		operation: "list the intent files in",
+		path: shown,
+		source,
+	})?;
+	let mut read = IntentRead::default();
 	for (_, path) in files {
-		paths.push(path.clone());
-		if torn {
-			log::warn!(
-				target: "statement-store",
-				"ignoring {} after a damaged record in an earlier intent file",
-				path.display()
-			);
+		let bytes = std::fs::read(&path).map_err(|source| Error::Io {
+			operation: "read the intent file",
+			path: path.display().to_string(),
+			source,
+		})?;
+		if bytes.is_empty() || bytes.starts_with(&MAGIC) {
+			read_records(&bytes, &path, &mut read);
+		} else {
+			read_legacy_records(&bytes, &path, &mut read);
+		}
+		read.files.push(path);
+	}
+	Ok(read)
+}
+
+fn read_records(bytes: &[u8], path: &Path, read: &mut IntentRead) {
+	let mut at = 0;
+	while at < bytes.len() {
+		if let Some((len, record)) = parse_record(&bytes[at..]) {
+			read.push(record);
+			at += RECORD_HEADER + len;
 			continue;
 		}
-		let mut bytes = Vec::new();
-		File::open(&path).and_then(|mut file| file.read_to_end(&mut bytes)).map_err(io)?;
-		let mut at = 0;
-		while at < bytes.len() {
-			let Some(record) = parse_record(&bytes[at..]) else {
-				log::warn!(
-					target: "statement-store",
-					"{}: the intent record at byte {at} is incomplete or damaged; it and \
-					 anything after it were never acknowledged",
-					path.display()
-				);
-				torn = true;
-				break;
-			};
-			at += RECORD_HEADER + record.0;
-			records.push(record.1);
-		}
+		let next = (at + 1..bytes.len())
+			.filter(|from| bytes[*from..].starts_with(&MAGIC))
+			.find(|from| parse_record(&bytes[*from..]).is_some())
+			.unwrap_or(bytes.len());
+		read.damaged.push((path.to_path_buf(), at, next - at));
+		at = next;
 	}
-	Ok((records, paths))
 }
 
-fn parse_record(bytes: &[u8]) -> Option<(usize, (u64, Vec<Step>))> {
-	let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
-	let checksum = u64::from_le_bytes(bytes.get(4..12)?.try_into().ok()?);
-	let body = bytes.get(RECORD_HEADER..RECORD_HEADER + len)?;
-	if xxh64(body) != checksum {
+fn parse_record(bytes: &[u8]) -> Option<(usize, Intent)> {
+	if !bytes.starts_with(&MAGIC) {
 		return None;
 	}
-	let record = <(u64, Vec<Step>)>::decode(&mut &body[..]).ok()?;
-	Some((len, record))
+	let len_bytes: [u8; 4] = bytes.get(4..8)?.try_into().ok()?;
+	let len = u32::from_le_bytes(len_bytes) as usize;
+	let checksum = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+	let body = bytes.get(RECORD_HEADER..RECORD_HEADER.checked_add(len)?)?;
+	if checksum_of(&len_bytes, body) != checksum {
+		return None;
+	}
+	let mut input = body;
+	let record = Intent::decode(&mut input).ok()?;
+	input.is_empty().then_some((len, record))
 }
 
-fn xxh64(bytes: &[u8]) -> u64 {
+/// Records written before the magic (an older build that crashed): read up to the first
+/// one that does not check out, as that build did.
+fn read_legacy_records(bytes: &[u8], path: &Path, read: &mut IntentRead) {
+	let mut at = 0;
+	while at < bytes.len() {
+		let parsed = (|| {
+			let rest = &bytes[at..];
+			let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+			let checksum = u64::from_le_bytes(rest.get(4..12)?.try_into().ok()?);
+			let body = rest.get(LEGACY_HEADER..LEGACY_HEADER.checked_add(len)?)?;
+			let mut hasher = twox_hash::XxHash64::with_seed(0);
+			hasher.write(body);
+			(hasher.finish() == checksum).then_some(())?;
+			Some((len, Intent::decode(&mut &body[..]).ok()?))
+		})();
+		let Some((len, record)) = parsed else {
+			read.damaged.push((path.to_path_buf(), at, bytes.len() - at));
+			return;
+		};
+		read.push(record);
+		at += LEGACY_HEADER + len;
+	}
+}
+
+fn checksum_of(len: &[u8; 4], body: &[u8]) -> u64 {
 	let mut hasher = twox_hash::XxHash64::with_seed(0);
-	hasher.write(bytes);
+	hasher.write(len);
+	hasher.write(body);
 	hasher.finish()
+}
+
+fn create_file(path: &Path) -> Result<File> {
+	File::create(path).map_err(|source| Error::Io {
+		operation: "create the intent file",
+		path: path.display().to_string(),
+		source,
+	})
 }
 
 impl IntentLog {
 	/// Start a new intent file in `dir`; the first batch gets sequence `next_seq`.
 	pub fn create(dir: &Path, sync: bool, next_seq: u64) -> Result<IntentLog> {
-		let path = intent_path(dir, next_seq);
-		// Truncate: a file of this name can only hold a record torn by a crash.
-		let file = File::create(&path).map_err(|err| {
-			Error::Config(format!("cannot create intent log {}: {err}", path.display()))
-		})?;
+		// Truncate: opening read every intent file, and a file of this name can only hold
+		// a record that was never acknowledged.
+		let file = create_file(&intent_path(dir, next_seq))?;
 		Ok(IntentLog {
 			dir: dir.to_path_buf(),
 			sync,
-			current: Mutex::new(Current { file, first_seq: next_seq, bytes: 0, older: Vec::new() }),
+			current: Mutex::new(Current {
+				file,
+				first_seq: next_seq,
+				bytes: 0,
+				broken: false,
+				older: Vec::new(),
+			}),
 			next_seq: AtomicU64::new(next_seq),
 			last_appended: AtomicU64::new(next_seq - 1),
+			#[cfg(test)]
+			fail_appends: Default::default(),
 		})
 	}
 
-	/// The sequence number of the next batch. Callers hold the store's writer lock, so
-	/// batches take numbers in commit order.
-	pub fn allocate(&self) -> u64 {
-		self.next_seq.fetch_add(1, Ordering::Relaxed)
+	/// The sequence number the next batch takes. Callers hold the store's writer lock, so
+	/// batches take numbers in commit order, and a number is used up only by an append that
+	/// succeeded: a failed batch leaves no gap.
+	pub fn next_seq(&self) -> u64 {
+		self.next_seq.load(Ordering::Acquire)
 	}
 
-	/// Append batch `seq`. On return it survives the process being killed (and, with
-	/// `sync_wal`, power loss).
+	/// Append batch `seq` (from [`IntentLog::next_seq`]). On return it survives the process
+	/// being killed (and, with `sync_wal`, power loss). On error nothing of it is left for a
+	/// later read to find, as far as the file system lets that be undone (see below).
 	pub fn append(&self, seq: u64, steps: &[Step]) -> Result<()> {
 		let body = (seq, steps).encode();
+		let len = (body.len() as u32).to_le_bytes();
 		let mut record = Vec::with_capacity(RECORD_HEADER + body.len());
-		record.extend_from_slice(&(body.len() as u32).to_le_bytes());
-		record.extend_from_slice(&xxh64(&body).to_le_bytes());
+		record.extend_from_slice(&MAGIC);
+		record.extend_from_slice(&len);
+		record.extend_from_slice(&checksum_of(&len, &body).to_le_bytes());
 		record.extend_from_slice(&body);
-		let io = |err: std::io::Error| Error::Config(format!("cannot write intent log: {err}"));
 		let mut current = self.current.lock();
-		if current.bytes >= INTENT_FILE_BYTES {
+		if current.broken || current.bytes >= INTENT_FILE_BYTES {
 			let path = intent_path(&self.dir, seq);
-			current.file = File::create(&path).map_err(io)?;
+			current.file = create_file(&path)?;
 			let old_first = std::mem::replace(&mut current.first_seq, seq);
-			current.older.push((old_first, intent_path(&self.dir, old_first)));
+			// A broken file that held nothing but the failed record has this very name.
+			if old_first != seq {
+				current.older.push((old_first, intent_path(&self.dir, old_first)));
+			}
 			current.bytes = 0;
+			current.broken = false;
 		}
-		current.file.write_all(&record).map_err(io)?;
-		if self.sync {
-			current.file.sync_data().map_err(io)?;
+		if let Err(source) = self.write(&mut current.file, &record) {
+			// Take back whatever reached the file, so that neither a crash reopen nor the
+			// next record finds it. If even that fails (the file descriptor is gone, say),
+			// the next append starts a new file, where its record, under the same sequence
+			// number, supersedes any copy of this one.
+			let good = current.bytes;
+			let undone =
+				current.file.set_len(good).and_then(|()| current.file.seek(SeekFrom::Start(good)));
+			if undone.is_err() {
+				current.broken = true;
+			}
+			return Err(Error::Io {
+				operation: "append to the intent log",
+				path: intent_path(&self.dir, current.first_seq).display().to_string(),
+				source,
+			});
 		}
 		current.bytes += record.len() as u64;
+		self.next_seq.store(seq + 1, Ordering::Release);
 		self.last_appended.store(seq, Ordering::Release);
+		Ok(())
+	}
+
+	fn write(&self, file: &mut File, record: &[u8]) -> std::io::Result<()> {
+		#[cfg(test)]
+		if self
+			.fail_appends
+			.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1))
+			.is_ok()
+		{
+			// Half a record reaches the file, as when a disk fills up mid-write.
+			file.write_all(&record[..record.len() / 2])?;
+			return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "injected failure"));
+		}
+		file.write_all(record)?;
+		if self.sync {
+			file.sync_data()?;
+		}
 		Ok(())
 	}
 
@@ -282,6 +425,11 @@ pub struct Processor {
 	intent: Arc<IntentLog>,
 	sync: bool,
 	lock: Mutex<()>,
+	/// Held for a whole checkpoint.
+	checkpointing: Mutex<()>,
+	/// Newest intent batch staged: batches are appended to the intent log before they are
+	/// staged, so only this many are sure to be in a hand-over that starts now.
+	staged_through: AtomicU64,
 	/// Newest intent batch written to parity-db's log file.
 	written_through: AtomicU64,
 	/// When the last checkpoint ran.
@@ -301,17 +449,24 @@ impl Processor {
 	/// For `db`, whose batches are also appended to `intent`; `sync` and the checkpoint
 	/// pace as in [`crate::Config`].
 	pub fn new(db: Arc<Database>, intent: Arc<IntentLog>, config: &crate::Config) -> Self {
-		let written_through = AtomicU64::new(intent.last_appended());
+		let appended = intent.last_appended();
 		Processor {
 			db,
 			intent,
 			sync: config.sync_wal,
 			lock: Mutex::new(()),
-			written_through,
+			checkpointing: Mutex::new(()),
+			staged_through: AtomicU64::new(appended),
+			written_through: AtomicU64::new(appended),
 			last_checkpoint: Mutex::new(Instant::now()),
 			checkpoint_period: config.checkpoint_period,
 			checkpoint_bytes: config.checkpoint_bytes,
 		}
+	}
+
+	/// Batch `seq` is staged (callers hold the writer lock, so calls come in order).
+	pub fn staged(&self, seq: u64) {
+		self.staged_through.store(seq, Ordering::Release);
 	}
 
 	/// Whether writers should drain the staged batches themselves.
@@ -324,8 +479,8 @@ impl Processor {
 	/// it covers go now; with it they wait for the fsync at the next checkpoint.
 	pub fn drain(&self) -> Result<()> {
 		let _lock = self.lock.lock();
-		// Read before handing over: every batch appended so far was staged before its append.
-		let covered = self.intent.last_appended();
+		// Read before handing over, so that every batch it counts is in the hand-over.
+		let covered = self.staged_through.load(Ordering::Acquire);
 		self.db.hand_over()?;
 		self.db.process()?;
 		self.written_through.store(covered, Ordering::Release);
@@ -339,6 +494,10 @@ impl Processor {
 	/// tables and recycle it. Afterwards parity-db holds every batch appended before the
 	/// call, durably, and no intent file is needed for them.
 	pub fn checkpoint(&self) -> Result<()> {
+		// One at a time: parity-db's log bookkeeping (enact, clean) expects a single driver,
+		// and two concurrent checkpoints lost track of a log file, which then stayed on disk
+		// and was replayed at the next open.
+		let _one = self.checkpointing.lock();
 		let started = Instant::now();
 		self.drain()?;
 		let db = self.db.raw();
@@ -385,12 +544,20 @@ pub struct LogApplier {
 }
 
 impl LogApplier {
-	/// Drain `processor`'s staged batches every `period` and checkpoint when one is due.
-	pub fn start(processor: Arc<Processor>, period: Duration) -> std::io::Result<Self> {
+	/// Drain `processor`'s staged batches every `period` and checkpoint when one is due;
+	/// measure the free disk space for `disk` as often.
+	pub fn start(
+		processor: Arc<Processor>,
+		disk: Arc<DiskGuard>,
+		period: Duration,
+	) -> std::io::Result<Self> {
 		let state = Arc::new((Mutex::new(false), Condvar::new()));
 		let mut applier = LogApplier { state, threads: Vec::new() };
 		let drainer = processor.clone();
-		applier.spawn("stmt-store-log", period, move || drainer.drain())?;
+		applier.spawn("stmt-store-log", period, move || {
+			disk.check();
+			drainer.drain()
+		})?;
 		applier.spawn("stmt-store-ckpt", period, move || {
 			if processor.checkpoint_due() {
 				processor.checkpoint()?;
@@ -430,14 +597,21 @@ impl LogApplier {
 	}
 }
 
-impl Drop for LogApplier {
-	fn drop(&mut self) {
+impl LogApplier {
+	/// Stop the threads and wait for them; the store's last checkpoint runs after this.
+	pub fn stop(&mut self) {
 		let (stop, wake) = &*self.state;
 		*stop.lock() = true;
 		wake.notify_all();
 		for thread in self.threads.drain(..) {
 			let _ = thread.join();
 		}
+	}
+}
+
+impl Drop for LogApplier {
+	fn drop(&mut self) {
+		self.stop();
 	}
 }
 
@@ -453,31 +627,122 @@ mod tests {
 		]
 	}
 
+	fn append_next(log: &IntentLog, n: u8) -> Result<u64> {
+		let seq = log.next_seq();
+		log.append(seq, &steps(n))?;
+		Ok(seq)
+	}
+
+	fn seqs(read: &IntentRead) -> Vec<u64> {
+		read.records.iter().map(|(seq, _)| *seq).collect()
+	}
+
 	#[test]
 	fn records_read_back_in_order_and_a_torn_tail_is_dropped() {
 		let dir = tempfile::tempdir().unwrap();
 		let log = IntentLog::create(dir.path(), false, 5).unwrap();
 		for seq in 5..8 {
-			assert_eq!(log.allocate(), seq);
-			log.append(seq, &steps(seq as u8)).unwrap();
+			assert_eq!(append_next(&log, seq as u8).unwrap(), seq);
 		}
 		drop(log);
-		let (records, files) = read_intents(dir.path()).unwrap();
-		assert_eq!(files.len(), 1);
-		assert_eq!(records, (5..8).map(|seq| (seq, steps(seq as u8))).collect::<Vec<_>>());
+		let read = read_intents(dir.path()).unwrap();
+		assert_eq!(read.files.len(), 1);
+		assert_eq!(read.records, (5..8).map(|seq| (seq, steps(seq as u8))).collect::<Vec<_>>());
+		assert!(read.damaged.is_empty());
 		// Cut the last record short, as a kill during the append would.
-		let path = &files[0];
+		let path = &read.files[0];
 		let len = std::fs::metadata(path).unwrap().len();
 		let file = File::options().write(true).open(path).unwrap();
 		file.set_len(len - 3).unwrap();
-		let (records, _) = read_intents(dir.path()).unwrap();
-		assert_eq!(records.len(), 2);
-		// A flipped byte fails the checksum: reading stops there.
-		let mut bytes = std::fs::read(path).unwrap();
-		bytes[RECORD_HEADER + 2] ^= 1;
-		std::fs::write(path, bytes).unwrap();
-		let (records, _) = read_intents(dir.path()).unwrap();
-		assert!(records.is_empty());
+		let read = read_intents(dir.path()).unwrap();
+		assert_eq!(seqs(&read), vec![5, 6]);
+		assert_eq!(read.damaged.len(), 1);
+		assert_eq!(read.gap_after(4), None, "a torn tail is not a gap");
+	}
+
+	#[test]
+	fn intact_records_after_a_damaged_one_are_kept_and_the_gap_is_named() {
+		let dir = tempfile::tempdir().unwrap();
+		let log = IntentLog::create(dir.path(), false, 1).unwrap();
+		for n in 1..=10 {
+			append_next(&log, n).unwrap();
+		}
+		drop(log);
+		let path = intent_files(dir.path()).unwrap()[0].1.clone();
+		let mut bytes = std::fs::read(&path).unwrap();
+		let record = bytes.len() / 10;
+		// A flipped byte in the body of record 3, then one in the length of record 6.
+		bytes[2 * record + RECORD_HEADER + 5] ^= 0x40;
+		bytes[5 * record + 5] ^= 0x01;
+		std::fs::write(&path, bytes).unwrap();
+		let read = read_intents(dir.path()).unwrap();
+		assert_eq!(seqs(&read), vec![1, 2, 4, 5, 7, 8, 9, 10]);
+		assert_eq!(read.damaged.len(), 2);
+		assert_eq!(read.gap_after(0), Some((3, 3)));
+		assert_eq!(read.gap_after(3), Some((6, 6)));
+		assert_eq!(read.gap_after(6), None);
+	}
+
+	#[test]
+	fn a_failed_append_leaves_nothing_and_does_not_use_up_its_number() {
+		let dir = tempfile::tempdir().unwrap();
+		let log = IntentLog::create(dir.path(), false, 1).unwrap();
+		append_next(&log, 1).unwrap();
+		log.fail_appends.store(3, Ordering::Release);
+		for n in 2..5 {
+			let err = append_next(&log, n).unwrap_err();
+			assert!(err.to_string().contains("cannot append to the intent log"), "{err}");
+		}
+		assert_eq!(log.next_seq(), 2);
+		assert_eq!(append_next(&log, 9).unwrap(), 2);
+		drop(log);
+		let read = read_intents(dir.path()).unwrap();
+		assert_eq!(read.records, vec![(1, steps(1)), (2, steps(9))]);
+		assert!(read.damaged.is_empty(), "the half-written records were taken back");
+	}
+
+	#[test]
+	fn a_retry_in_a_new_file_supersedes_a_failed_record_that_stayed() {
+		let dir = tempfile::tempdir().unwrap();
+		let log = IntentLog::create(dir.path(), false, 1).unwrap();
+		append_next(&log, 1).unwrap();
+		append_next(&log, 2).unwrap();
+		// As if batch 3's append failed and could not be taken back.
+		let first = intent_files(dir.path()).unwrap()[0].1.clone();
+		{
+			let mut file = File::options().append(true).open(&first).unwrap();
+			let body = (3u64, steps(66)).encode();
+			let len = (body.len() as u32).to_le_bytes();
+			file.write_all(&MAGIC).unwrap();
+			file.write_all(&len).unwrap();
+			file.write_all(&checksum_of(&len, &body).to_le_bytes()).unwrap();
+			file.write_all(&body).unwrap();
+		}
+		log.current.lock().broken = true;
+		append_next(&log, 3).unwrap();
+		append_next(&log, 4).unwrap();
+		drop(log);
+		let read = read_intents(dir.path()).unwrap();
+		assert_eq!(read.files.len(), 2);
+		assert_eq!(seqs(&read), vec![1, 2, 3, 4]);
+		assert_eq!(read.records[2].1, steps(3), "the retry wins");
+	}
+
+	#[test]
+	fn records_of_the_format_before_the_magic_are_still_read() {
+		let dir = tempfile::tempdir().unwrap();
+		let mut bytes = Vec::new();
+		for seq in 1..=3u64 {
+			let body = (seq, steps(seq as u8)).encode();
+			let mut hasher = twox_hash::XxHash64::with_seed(0);
+			hasher.write(&body);
+			bytes.extend_from_slice(&(body.len() as u32).to_le_bytes());
+			bytes.extend_from_slice(&hasher.finish().to_le_bytes());
+			bytes.extend_from_slice(&body);
+		}
+		std::fs::write(intent_path(dir.path(), 1), bytes).unwrap();
+		let read = read_intents(dir.path()).unwrap();
+		assert_eq!(seqs(&read), vec![1, 2, 3]);
 	}
 
 	#[test]
@@ -486,7 +751,7 @@ mod tests {
 		let log = IntentLog::create(dir.path(), false, 1).unwrap();
 		let big = vec![Step::Add { account: [0; 32], encoding: vec![0; 1 << 20] }];
 		for _ in 0..10 {
-			let seq = log.allocate();
+			let seq = log.next_seq();
 			log.append(seq, &big).unwrap();
 		}
 		let files = intent_files(dir.path()).unwrap();

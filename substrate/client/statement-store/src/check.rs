@@ -1,0 +1,426 @@
+//! Checking a database against itself, and rebuilding it from its statements.
+//!
+//! Every index is derived from the statement bodies, and every body is pinned by its hash
+//! (blake2-256 of the encoding) and its signature. So [`check`] can verify everything against
+//! everything, and [`repair`] can rebuild every index from the bodies that still check out,
+//! keeping the others in a side file. Both run on a stopped node (`statement-node check-db`,
+//! `statement-node repair`).
+//!
+//! parity-db panics on some kinds of damage to its own files (an index entry pointing into a
+//! table that is not there). Both functions catch that and report it as damage
+//! ([`Error::Damaged`]).
+
+use crate::{
+	error::catch_db_panic,
+	posting::{decode_segment, segment_base},
+	schema::{self, Id, Record},
+	store::bad,
+	Config, Error, MapAllowances, Result, Store,
+};
+use statement_primitives::{
+	hash_encoded, SignatureVerificationResult, Statement, StatementAllowance, StatementSource,
+	StatementStore, SubmitResult,
+};
+use std::{
+	io::Write,
+	path::{Path, PathBuf},
+};
+
+/// Problems [`check`] lists in full; past this it only counts them.
+const LISTED: usize = 50;
+/// Statements between two progress lines in the log.
+const PROGRESS: u64 = 100_000;
+
+/// What [`check`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+	/// Statements in the admission journal.
+	pub statements: u64,
+	/// Problems found, in total.
+	pub problem_count: u64,
+	/// The first problems, each in one line.
+	pub problems: Vec<String>,
+}
+
+impl CheckReport {
+	fn problem(&mut self, line: String) {
+		self.problem_count += 1;
+		if self.problems.len() < LISTED {
+			self.problems.push(line);
+		}
+	}
+
+	/// Whether the database is consistent.
+	pub fn is_clean(&self) -> bool {
+		self.problem_count == 0
+	}
+}
+
+/// Verify the database at `config.path`: every journal entry has a body that hashes to it,
+/// decodes and carries a valid signature; its record, account, expiry and posting entries
+/// exist and agree; no index entry points at a statement that is not there; the counters add
+/// up. Opening the store first redoes what a crash left in the intent log.
+pub fn check(config: Config) -> Result<CheckReport> {
+	catch_db_panic(|| {
+		let store = Store::open_checked(config, unlimited(), false)?;
+		check_open(&store)
+	})
+}
+
+fn check_open(store: &Store) -> Result<CheckReport> {
+	let inner = &store.inner;
+	inner.processor.checkpoint()?;
+	let db = inner.db.raw();
+	let mut report = CheckReport::default();
+	let mut ids = Vec::new();
+	let (mut total_size, mut entries) = (0u64, Vec::new());
+	let mut journal = db.iter(schema::COL_JOURNAL)?;
+	journal.seek_to_first()?;
+	while let Some((key, value)) = journal.next()? {
+		let (id, hash) = schema::journal_entry(&key, &value)?;
+		ids.push(id);
+		entries.push((id, hash));
+		if ids.len() as u64 % PROGRESS == 0 {
+			log::info!(target: "statement-store", "check: read {} journal entries", ids.len());
+		}
+	}
+	drop(journal);
+	report.statements = ids.len() as u64;
+	for (n, (id, hash)) in entries.iter().enumerate() {
+		if (n as u64 + 1) % PROGRESS == 0 {
+			log::info!(target: "statement-store", "check: verified {} of {} statements", n + 1, ids.len());
+		}
+		let Some(record) = check_statement(db, *id, hash, &mut report)? else { continue };
+		total_size += u64::from(record.encoded_len);
+		let key = schema::account_key(&record.account, record.expiry, *id);
+		if db.get(schema::COL_ACCOUNT, &key)?.as_deref() != Some(&hash[..]) {
+			report.problem(format!("statement {id}: its account index entry is missing"));
+		}
+		let key = schema::expiry_key(record.expiry, *id);
+		if db.get(schema::COL_EXPIRY, &key)?.as_deref() != Some(&hash[..]) {
+			report.problem(format!("statement {id}: its expiry index entry is missing"));
+		}
+		for posting in record.posting_keys() {
+			let mut listed = Vec::new();
+			if let Some(bytes) =
+				db.get(schema::COL_POSTING, &posting.segment_key(segment_base(*id)))?
+			{
+				decode_segment(&bytes, &mut listed)
+					.ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
+			}
+			if listed.binary_search(id).is_err() {
+				report
+					.problem(format!("statement {id}: missing from the posting list {posting:?}"));
+			}
+		}
+	}
+	check_index_targets(db, &ids, &mut report)?;
+	let mut bodies = 0u64;
+	db.iter_column_while(schema::COL_BODY, |_| {
+		bodies += 1;
+		true
+	})?;
+	if bodies != report.statements {
+		report.problem(format!(
+			"the body table holds {bodies} statements, the journal {}",
+			report.statements
+		));
+	}
+	let counters = *inner.writer.lock();
+	if counters.count != report.statements || counters.total_size != total_size {
+		report.problem(format!(
+			"the counters say {} statements of {} bytes; the journal holds {} of {total_size}",
+			counters.count, counters.total_size, report.statements
+		));
+	}
+	Ok(report)
+}
+
+/// Check statement `id`'s body and record; returns the record if both are sound.
+fn check_statement(
+	db: &parity_db::Db,
+	id: Id,
+	hash: &[u8; 32],
+	report: &mut CheckReport,
+) -> Result<Option<Record>> {
+	let Some(body) = db.get(schema::COL_BODY, &schema::body_key(id))? else {
+		report.problem(format!("statement {id}: its body is missing"));
+		return Ok(None);
+	};
+	if hash_encoded(&body) != *hash {
+		report.problem(format!("statement {id}: its body does not match its hash"));
+		return Ok(None);
+	}
+	let account = match Statement::from_bytes(&body).map(|statement| statement.verify_signature()) {
+		Ok(SignatureVerificationResult::Valid(account)) => account,
+		Ok(_) => {
+			report.problem(format!("statement {id}: its signature does not verify"));
+			return Ok(None);
+		}
+		Err(err) => {
+			report.problem(format!("statement {id}: its body does not decode: {err}"));
+			return Ok(None);
+		}
+	};
+	let record: Option<Record> = db
+		.get(schema::COL_HASH, hash)?
+		.map(|bytes| schema::decode_value(schema::COL_HASH, &bytes))
+		.transpose()?;
+	match record {
+		Some(record) if record.id == id && record.account == account => Ok(Some(record)),
+		Some(_) => {
+			report.problem(format!("statement {id}: its record names another id or account"));
+			Ok(None)
+		}
+		None => {
+			report.problem(format!("statement {id}: its record is missing"));
+			Ok(None)
+		}
+	}
+}
+
+/// Every id in the posting lists and every hash in the account and expiry indexes must be a
+/// stored statement.
+fn check_index_targets(db: &parity_db::Db, ids: &[Id], report: &mut CheckReport) -> Result<()> {
+	let mut iter = db.iter(schema::COL_POSTING)?;
+	iter.seek_to_first()?;
+	while let Some((key, value)) = iter.next()? {
+		let mut listed = Vec::new();
+		if decode_segment(&value, &mut listed).is_none() {
+			report.problem(format!("posting segment {}: does not decode", hex(&key)));
+			continue;
+		}
+		for id in listed.iter().filter(|id| ids.binary_search(id).is_err()) {
+			report
+				.problem(format!("posting segment {}: lists {id}, which is not stored", hex(&key)));
+		}
+	}
+	drop(iter);
+	for (col, name) in [(schema::COL_ACCOUNT, "account"), (schema::COL_EXPIRY, "expiry")] {
+		let mut iter = db.iter(col)?;
+		iter.seek_to_first()?;
+		let mut count = 0u64;
+		while let Some((key, value)) = iter.next()? {
+			count += 1;
+			let stored = match schema::array32(&value) {
+				Some(hash) => db.get(schema::COL_HASH, &hash)?.is_some(),
+				None => false,
+			};
+			if !stored {
+				report.problem(format!("{name} index entry {}: not a stored statement", hex(&key)));
+			}
+		}
+		if count != ids.len() as u64 {
+			report.problem(format!(
+				"the {name} index has {count} entries for {} statements",
+				ids.len()
+			));
+		}
+	}
+	Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+	bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// What [`repair`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RepairReport {
+	/// Statements kept: intact, and admitted again into the rebuilt database.
+	pub kept: u64,
+	/// Statements left out (damaged, expired, or in conflict), written to the side file.
+	pub removed: u64,
+	/// Where the database as it was before the repair now is.
+	pub previous: PathBuf,
+	/// The side file with the statements left out, one per line: reason, tab, `0x`-hex.
+	pub removed_file: PathBuf,
+}
+
+/// Rebuild the database at `config.path` from the statement bodies that still check out:
+/// each body is read from the body table (not through any index), checked and admitted
+/// again into a new database beside it, which then takes the old one's place; the old one
+/// is kept as `<path>.before-repair`, and every body left out is written to
+/// `<path>.repair-removed.txt`. Bans are not carried over.
+pub fn repair(config: Config) -> Result<RepairReport> {
+	let path = config.path.clone();
+	let shown = path.display().to_string();
+	let sibling = |suffix: &str| {
+		let mut name = path.file_name().unwrap_or_default().to_os_string();
+		name.push(suffix);
+		path.with_file_name(name)
+	};
+	let (rebuilt, previous, removed_file) =
+		(sibling(".repairing"), sibling(".before-repair"), sibling(".repair-removed.txt"));
+	if previous.exists() {
+		return Err(Error::Config(format!(
+			"{} exists from an earlier repair; move it away first",
+			previous.display()
+		)));
+	}
+	// Redo what a crash left in the intent log, if the store still opens.
+	if let Err(err) = Store::open_checked(config.clone(), unlimited(), false).map(drop) {
+		log::warn!(target: "statement-store", "{shown} does not open ({err}); repairing from the body table as it is");
+	}
+	let io = |operation: &'static str, at: &Path| {
+		let at = at.display().to_string();
+		move |source| Error::Io { operation, path: at, source }
+	};
+	if rebuilt.exists() {
+		std::fs::remove_dir_all(&rebuilt)
+			.map_err(io("remove an unfinished repair at", &rebuilt))?;
+	}
+	let mut new_config = config.clone();
+	new_config.path = rebuilt.clone();
+	new_config.max_total_statements = u64::MAX;
+	new_config.max_total_size = u64::MAX;
+	new_config.skip_intent_gaps = false;
+	let target = Store::open(new_config, unlimited())?;
+	let mut side = std::io::BufWriter::new(
+		std::fs::File::create(&removed_file).map_err(io("create", &removed_file))?,
+	);
+	let mut report = RepairReport {
+		previous: previous.clone(),
+		removed_file: removed_file.clone(),
+		..Default::default()
+	};
+	let mut failure = None;
+	catch_db_panic(|| {
+		let db = parity_db::Db::open(&schema::db_options(&path, false))?;
+		db.iter_column_while(schema::COL_BODY, |state| {
+			let verdict = match Statement::from_bytes(&state.value) {
+				Err(err) => Some(format!("does not decode: {err}")),
+				Ok(statement) => match target.submit(statement, StatementSource::Local) {
+					SubmitResult::New | SubmitResult::Known => None,
+					other => Some(format!("{other:?}")),
+				},
+			};
+			match verdict {
+				None => report.kept += 1,
+				Some(reason) => {
+					report.removed += 1;
+					if let Err(err) = writeln!(side, "{reason}\t0x{}", hex(&state.value)) {
+						failure = Some(io("write", &removed_file)(err));
+						return false;
+					}
+				}
+			}
+			if (report.kept + report.removed) % PROGRESS == 0 {
+				log::info!(target: "statement-store", "repair: {} kept, {} removed", report.kept, report.removed);
+			}
+			true
+		})?;
+		Ok(())
+	})?;
+	if let Some(err) = failure {
+		return Err(err);
+	}
+	side.flush().map_err(io("write", &removed_file))?;
+	drop(target);
+	std::fs::rename(&path, &previous).map_err(io("move aside", &path))?;
+	std::fs::rename(&rebuilt, &path).map_err(io("move into place", &rebuilt))?;
+	Ok(report)
+}
+
+/// Allowances that admit anything: checking and repairing re-admit what was admitted once.
+fn unlimited() -> std::sync::Arc<MapAllowances> {
+	std::sync::Arc::new(
+		MapAllowances::new().with_default(StatementAllowance::new(u32::MAX, u32::MAX)),
+	)
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use crate::schema::PostingKey;
+	use sp_core::Pair;
+	use statement_primitives::Topic;
+
+	fn signed(n: u8) -> Statement {
+		let mut statement = Statement::new();
+		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
+		statement.set_topic(0, Topic([n % 3; 32]));
+		statement.set_plain_data(vec![n; 8]);
+		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n % 5; 32]));
+		statement
+	}
+
+	#[test]
+	fn a_sound_database_checks_clean() {
+		let dir = tempfile::tempdir().unwrap();
+		let store = Store::open(Config::new(dir.path()), unlimited()).unwrap();
+		for n in 0..30 {
+			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
+		}
+		store.remove(&signed(4).hash()).unwrap();
+		drop(store);
+		let report = check(Config::new(dir.path())).unwrap();
+		assert_eq!(report.statements, 29);
+		assert!(report.is_clean(), "{:?}", report.problems);
+	}
+
+	#[test]
+	fn damaged_indexes_are_found_and_repair_rebuilds_them_from_the_bodies() {
+		let dir = tempfile::tempdir().unwrap();
+		let path = dir.path().join("statements");
+		let store = Store::open(Config::new(&path), unlimited()).unwrap();
+		for n in 0..30 {
+			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
+		}
+		drop(store);
+		// Damage: a posting segment lists a statement that is not there, one statement loses
+		// its expiry entry, another's body is replaced by a valid statement of other content.
+		let db = parity_db::Db::open(&schema::db_options(&path, false)).unwrap();
+		let topic = PostingKey::Topic([0; 32]).segment_key(0);
+		let mut listed = Vec::new();
+		decode_segment(&db.get(schema::COL_POSTING, &topic).unwrap().unwrap(), &mut listed);
+		listed.push(10_000);
+		let record: Record = schema::decode_value(
+			schema::COL_HASH,
+			&db.get(schema::COL_HASH, &signed(7).hash()).unwrap().unwrap(),
+		)
+		.unwrap();
+		crate::wal::commit(
+			&db,
+			vec![
+				(
+					schema::COL_POSTING,
+					topic.to_vec(),
+					Some(crate::posting::encode_segment(&listed)),
+				),
+				(schema::COL_EXPIRY, schema::expiry_key(record.expiry, record.id).to_vec(), None),
+				(schema::COL_BODY, schema::body_key(3).to_vec(), Some(signed(200).encode())),
+				(schema::COL_BODY, schema::body_key(5).to_vec(), Some(vec![1, 2, 3])),
+			],
+			false,
+		)
+		.unwrap();
+		drop(db);
+		let report = check(Config::new(&path)).unwrap();
+		let all = report.problems.join("\n");
+		assert!(all.contains("lists 10000, which is not stored"), "{all}");
+		assert!(
+			all.contains(&format!("statement {}: its expiry index entry is missing", record.id)),
+			"{all}"
+		);
+		assert!(all.contains("statement 3: its body does not match its hash"), "{all}");
+
+		assert!(all.contains("statement 5: its body does not match its hash"), "{all}");
+
+		let repaired = repair(Config::new(&path)).unwrap();
+		// Body 3 holds a valid statement (200) now; the ones stored as 3 and 5 are gone.
+		assert_eq!((repaired.kept, repaired.removed), (29, 1));
+		assert!(repaired.previous.is_dir());
+		let side = std::fs::read_to_string(&repaired.removed_file).unwrap();
+		assert_eq!(side.lines().count(), 1);
+		assert!(side.ends_with("\t0x010203\n"), "{side}");
+		let report = check(Config::new(&path)).unwrap();
+		assert!(report.is_clean(), "{:?}", report.problems);
+		let store = Store::open(Config::new(&path), unlimited()).unwrap();
+		assert_eq!(store.len(), 29);
+		assert!(store.has_statement(&signed(200).hash()));
+		assert!(!store.has_statement(&signed(2).hash()));
+		assert!(!store.has_statement(&signed(4).hash()));
+		assert_eq!(store.broadcasts(&[Topic([0; 32])]).unwrap().len(), 10);
+	}
+}
