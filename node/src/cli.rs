@@ -101,9 +101,25 @@ pub struct RunCmd {
 	/// Allowed browser origins, comma separated, or `all`.
 	#[arg(long, value_name = "ORIGINS")]
 	pub rpc_cors: Option<String>,
-	/// Most RPC connections at once.
+	/// Most RPC connections at once. When all are taken, a new connection takes the slot of
+	/// the one that has waited longest for its client to send a request; it is refused (HTTP
+	/// 429) only when every connection is running a call or is a WebSocket that has sent one.
 	#[arg(long, default_value_t = 100)]
 	pub rpc_max_connections: u32,
+	/// Seconds a client may take to send a complete request (headers, then body), its next
+	/// request on a kept-alive HTTP connection, or its first message on a new WebSocket; past
+	/// that the connection is closed.
+	#[arg(
+		long,
+		value_name = "SECONDS",
+		default_value_t = 30,
+		value_parser = clap::value_parser!(u64).range(1..)
+	)]
+	pub rpc_request_timeout: u64,
+	/// Most subscriptions one WebSocket connection may hold; past it a subscribe call gets
+	/// JSON-RPC error -32006.
+	#[arg(long, default_value_t = 1024)]
+	pub rpc_max_subscriptions_per_connection: u32,
 	/// Prometheus metrics port.
 	#[arg(long, default_value_t = 9615)]
 	pub prometheus_port: u16,
@@ -143,4 +159,18 @@ pub struct RunCmd {
 	/// Accepted for orchestrators: this node has no telemetry.
 	#[arg(long)]
 	pub no_telemetry: bool,
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn connection_flags_have_substrate_defaults_and_refuse_a_zero_timeout() {
+		let run = Cli::parse_from(["statement-node"]).run;
+		assert_eq!(run.rpc_max_connections, 100);
+		assert_eq!(run.rpc_max_subscriptions_per_connection, 1024);
+		assert_eq!(run.rpc_request_timeout, 30);
+		assert!(Cli::try_parse_from(["statement-node", "--rpc-request-timeout", "0"]).is_err());
+	}
 }

@@ -95,6 +95,8 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 		methods: cmd.rpc_methods,
 		cors: cmd.rpc_cors.clone().or_else(|| cmd.dev.then(|| "all".into())),
 		max_connections: cmd.rpc_max_connections,
+		max_subscriptions_per_connection: cmd.rpc_max_subscriptions_per_connection,
+		request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
 		name,
 		chain: spec.name.clone(),
 	};

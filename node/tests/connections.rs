@@ -86,7 +86,11 @@ fn legitimate_calls_are_served(port: u16, count: usize) {
 			response.starts_with("HTTP/1.1 200") && response.contains("\"result\"")
 		});
 		assert!(served, "call {n} of {count} not served: {response:?}");
-		assert!(started.elapsed() < Duration::from_secs(5), "call {n} took {:?}", started.elapsed());
+		assert!(
+			started.elapsed() < Duration::from_secs(5),
+			"call {n} took {:?}",
+			started.elapsed()
+		);
 	}
 }
 
@@ -169,7 +173,9 @@ fn an_oversized_body_is_read_and_answered_413_with_a_json_rpc_error() {
 	assert!(head.starts_with("HTTP/1.1 413"), "{head}");
 	let length: usize = head
 		.lines()
-		.find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
+		.find_map(|line| {
+			line.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned)
+		})
 		.and_then(|length| length.trim().parse().ok())
 		.expect("a content-length");
 	let mut answer = vec![0u8; length];
@@ -180,12 +186,8 @@ fn an_oversized_body_is_read_and_answered_413_with_a_json_rpc_error() {
 
 #[tokio::test]
 async fn the_subscription_past_the_per_connection_limit_is_refused_with_a_clear_error() {
-	let node = Node::start(&[
-		"--tmp",
-		"--no-prometheus",
-		"--rpc-max-subscriptions-per-connection",
-		"2",
-	]);
+	let node =
+		Node::start(&["--tmp", "--no-prometheus", "--rpc-max-subscriptions-per-connection", "2"]);
 	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
 	let subscribe = || {
 		ws.subscribe::<Value, _>(
