@@ -3,6 +3,9 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// Bytes in a MiB, the unit of the cache flags.
+pub const MIB: usize = 1024 * 1024;
+
 /// A statement store node: keeps signed, expiring statements and serves them over JSON-RPC.
 #[derive(Debug, Parser)]
 #[command(name = "statement-node", version, about)]
@@ -139,11 +142,15 @@ pub struct RunCmd {
 	#[arg(long, default_value_t = statement_store::DEFAULT_MAX_TOTAL_SIZE)]
 	pub statement_store_max_total_size: u64,
 	/// MiB of topic posting lists the query cache may hold.
-	#[arg(long, default_value_t = 64)]
+	#[arg(long, default_value_t = statement_store::DEFAULT_CACHE_BYTES / MIB)]
 	pub statement_store_cache_mib: usize,
 	/// MiB of recently read statements kept in memory for queries (0 turns it off).
-	#[arg(long, default_value_t = 16)]
+	#[arg(long, default_value_t = statement_store::DEFAULT_BODY_CACHE_BYTES / MIB)]
 	pub statement_store_body_cache_mib: usize,
+	/// fsync every change before acknowledging it, so that acknowledged statements survive
+	/// power loss, not only a crash of the node. Costs an fsync per submit.
+	#[arg(long)]
+	pub statement_store_sync_wal: bool,
 	/// P2P port (accepted for orchestrators; networking is not built yet).
 	#[arg(long)]
 	pub port: Option<u16>,
@@ -164,6 +171,23 @@ pub struct RunCmd {
 #[cfg(test)]
 mod tests {
 	use super::*;
+
+	#[test]
+	fn cache_flags_default_to_the_store_defaults() {
+		let cli = Cli::parse_from(["statement-node"]);
+		assert_eq!(cli.run.statement_store_cache_mib * MIB, statement_store::DEFAULT_CACHE_BYTES);
+		assert_eq!(
+			cli.run.statement_store_body_cache_mib * MIB,
+			statement_store::DEFAULT_BODY_CACHE_BYTES
+		);
+	}
+
+	#[test]
+	fn sync_wal_is_off_unless_asked_for() {
+		assert!(!Cli::parse_from(["statement-node"]).run.statement_store_sync_wal);
+		let cli = Cli::parse_from(["statement-node", "--statement-store-sync-wal"]);
+		assert!(cli.run.statement_store_sync_wal);
+	}
 
 	#[test]
 	fn connection_flags_have_substrate_defaults_and_refuse_a_zero_timeout() {

@@ -1,6 +1,10 @@
 //! Wires the node together: chain spec, store, maintenance, JSON-RPC, metrics, shutdown.
 
-use crate::{chain_spec::ChainSpec, cli::RunCmd, prometheus, rpc};
+use crate::{
+	chain_spec::ChainSpec,
+	cli::{RunCmd, MIB},
+	prometheus, rpc,
+};
 use statement_store::{Config, Error as StoreError, Store};
 use std::{
 	net::{IpAddr, Ipv4Addr, SocketAddr},
@@ -70,8 +74,9 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	let mut config = Config::new(&db_path);
 	config.max_total_statements = cmd.statement_store_max_total_statements;
 	config.max_total_size = cmd.statement_store_max_total_size;
-	config.cache_bytes = cmd.statement_store_cache_mib.saturating_mul(1024 * 1024);
-	config.body_cache_bytes = cmd.statement_store_body_cache_mib.saturating_mul(1024 * 1024);
+	config.cache_bytes = cmd.statement_store_cache_mib.saturating_mul(MIB);
+	config.body_cache_bytes = cmd.statement_store_body_cache_mib.saturating_mul(MIB);
+	config.sync_wal = cmd.statement_store_sync_wal;
 	let store = Store::open(config, Arc::new(allowances)).map_err(|err| match err {
 		StoreError::Db(parity_db_error) if parity_db_error.to_string().contains("in use") => {
 			format!(
@@ -82,6 +87,11 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 		other => other.to_string(),
 	})?;
 	log::info!("Statement store opened with {} statements", store.len());
+	if cmd.statement_store_sync_wal {
+		log::info!(
+			"Every change is fsynced before it is acknowledged (--statement-store-sync-wal)"
+		);
+	}
 	let maintenance =
 		store.spawn_maintenance(&tokio::runtime::Handle::current(), MAINTENANCE_PERIOD);
 
