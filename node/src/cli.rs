@@ -3,6 +3,9 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// Bytes in a MiB, the unit of the cache flags.
+pub const MIB: usize = 1024 * 1024;
+
 /// A statement store node: keeps signed, expiring statements and serves them over JSON-RPC.
 #[derive(Debug, Parser)]
 #[command(name = "statement-node", version, about)]
@@ -118,9 +121,25 @@ pub struct RunCmd {
 	/// Allowed browser origins, comma separated, or `all`.
 	#[arg(long, value_name = "ORIGINS")]
 	pub rpc_cors: Option<String>,
-	/// Most RPC connections at once.
+	/// Most RPC connections at once. When all are taken, a new connection takes the slot of
+	/// the one that has waited longest for its client to send a request; it is refused (HTTP
+	/// 429) only when every connection is running a call or is a WebSocket that has sent one.
 	#[arg(long, default_value_t = 100)]
 	pub rpc_max_connections: u32,
+	/// Seconds a client may take to send a complete request (headers, then body), its next
+	/// request on a kept-alive HTTP connection, or its first message on a new WebSocket; past
+	/// that the connection is closed.
+	#[arg(
+		long,
+		value_name = "SECONDS",
+		default_value_t = 30,
+		value_parser = clap::value_parser!(u64).range(1..)
+	)]
+	pub rpc_request_timeout: u64,
+	/// Most subscriptions one WebSocket connection may hold; past it a subscribe call gets
+	/// JSON-RPC error -32006.
+	#[arg(long, default_value_t = 1024)]
+	pub rpc_max_subscriptions_per_connection: u32,
 	/// Prometheus metrics port.
 	#[arg(long, default_value_t = 9615)]
 	pub prometheus_port: u16,
@@ -140,10 +159,10 @@ pub struct RunCmd {
 	#[arg(long, default_value_t = statement_store::DEFAULT_MAX_TOTAL_SIZE)]
 	pub statement_store_max_total_size: u64,
 	/// MiB of topic posting lists the query cache may hold.
-	#[arg(long, default_value_t = 64)]
+	#[arg(long, default_value_t = statement_store::DEFAULT_CACHE_BYTES / MIB)]
 	pub statement_store_cache_mib: usize,
 	/// MiB of recently read statements kept in memory for queries (0 turns it off).
-	#[arg(long, default_value_t = 16)]
+	#[arg(long, default_value_t = statement_store::DEFAULT_BODY_CACHE_BYTES / MIB)]
 	pub statement_store_body_cache_mib: usize,
 	/// MiB of disk kept free under the database: below it, new statements are refused (reads
 	/// and removals go on) until space returns, so a full disk never stops the node.
@@ -154,6 +173,10 @@ pub struct RunCmd {
 	/// `*.damaged` instead of refusing to start.
 	#[arg(long)]
 	pub statement_store_skip_intent_gaps: bool,
+	/// fsync every change before acknowledging it, so that acknowledged statements survive
+	/// power loss, not only a crash of the node. Costs an fsync per submit.
+	#[arg(long)]
+	pub statement_store_sync_wal: bool,
 	/// P2P port (accepted for orchestrators; networking is not built yet).
 	#[arg(long)]
 	pub port: Option<u16>,
@@ -169,4 +192,35 @@ pub struct RunCmd {
 	/// Accepted for orchestrators: this node has no telemetry.
 	#[arg(long)]
 	pub no_telemetry: bool,
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn cache_flags_default_to_the_store_defaults() {
+		let cli = Cli::parse_from(["statement-node"]);
+		assert_eq!(cli.run.statement_store_cache_mib * MIB, statement_store::DEFAULT_CACHE_BYTES);
+		assert_eq!(
+			cli.run.statement_store_body_cache_mib * MIB,
+			statement_store::DEFAULT_BODY_CACHE_BYTES
+		);
+	}
+
+	#[test]
+	fn sync_wal_is_off_unless_asked_for() {
+		assert!(!Cli::parse_from(["statement-node"]).run.statement_store_sync_wal);
+		let cli = Cli::parse_from(["statement-node", "--statement-store-sync-wal"]);
+		assert!(cli.run.statement_store_sync_wal);
+	}
+
+	#[test]
+	fn connection_flags_have_substrate_defaults_and_refuse_a_zero_timeout() {
+		let run = Cli::parse_from(["statement-node"]).run;
+		assert_eq!(run.rpc_max_connections, 100);
+		assert_eq!(run.rpc_max_subscriptions_per_connection, 1024);
+		assert_eq!(run.rpc_request_timeout, 30);
+		assert!(Cli::try_parse_from(["statement-node", "--rpc-request-timeout", "0"]).is_err());
+	}
 }

@@ -1,14 +1,44 @@
-//! The JSON-RPC server: statement methods plus Substrate's `rpc_methods` and `system_*`.
+//! The JSON-RPC server: statement methods plus Substrate's `rpc_methods` and `system_*`, over
+//! HTTP and WebSocket on one port.
+//!
+//! jsonrpsee answers the requests; this module runs the accept loop itself so that every
+//! connection is accounted for in [`connections`], which closes connections that keep a slot
+//! without sending a request (see there for the rules), and answers oversized bodies cleanly
+//! ([`oversized`]).
+
+mod connections;
+mod oversized;
+mod tracking;
 
 use crate::cli::RpcMethods;
+use connections::{Connections, TrackedStream};
+use hyper_util::{
+	rt::{TokioExecutor, TokioIo},
+	server::conn::auto,
+	service::TowerToHyperService,
+};
 use jsonrpsee::{
-	server::{Server, ServerHandle},
+	core::middleware::RpcServiceBuilder,
+	server::{stop_channel, Methods, PingConfig, ServerConfig, ServerHandle, StopHandle},
 	RpcModule,
 };
+use oversized::OversizedLayer;
 use statement_rpc::StatementRpc;
 use statement_store::Store;
-use std::net::SocketAddr;
+use std::{net::SocketAddr, time::Duration};
+use tokio::net::{TcpListener, TcpStream};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
+use tracking::{CountCallsLayer, TrackLayer};
+
+/// Largest request body, and largest WebSocket message, in bytes.
+pub const MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
+
+/// What a connection past the limit is told before it is closed.
+const REFUSED: &str = concat!(
+	"HTTP/1.1 429 Too Many Requests\r\n",
+	"Content-Type: text/plain\r\nContent-Length: 45\r\nConnection: close\r\n\r\n",
+	"Too many connections. Please try again later.",
+);
 
 /// What the server needs to know.
 pub struct RpcConfig {
@@ -20,6 +50,10 @@ pub struct RpcConfig {
 	pub cors: Option<String>,
 	/// `--rpc-max-connections`.
 	pub max_connections: u32,
+	/// `--rpc-max-subscriptions-per-connection`.
+	pub max_subscriptions_per_connection: u32,
+	/// `--rpc-request-timeout`: longest a connection may wait on its client for a request.
+	pub request_timeout: Duration,
 	/// `system_name`.
 	pub name: String,
 	/// Chain name, for `system_chain`.
@@ -89,18 +123,106 @@ pub fn module(store: Store, config: &RpcConfig) -> RpcModule<()> {
 
 /// Start serving; the returned handle stops the server.
 pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, SocketAddr), String> {
-	let middleware = tower::ServiceBuilder::new().layer(cors_layer(config.cors.as_deref()));
-	let server_config = jsonrpsee::server::ServerConfig::builder()
-		.max_connections(config.max_connections)
-		.max_request_body_size(16 * 1024 * 1024)
-		.build();
-	let server = Server::builder()
-		.set_config(server_config)
-		.set_http_middleware(middleware)
-		.build(config.addr)
+	let listener = TcpListener::bind(config.addr)
 		.await
 		.map_err(|err| format!("cannot serve JSON-RPC on {}: {err}", config.addr))?;
-	let addr = server.local_addr().map_err(|err| err.to_string())?;
-	let handle = server.start(module(store, &config));
+	let addr = listener.local_addr().map_err(|err| err.to_string())?;
+	let server_config = ServerConfig::builder()
+		// Connections are limited by `Connections` below. jsonrpsee's own count (of HTTP
+		// requests in progress and WebSockets) then only bounds HTTP/2 streams; it is set above
+		// that limit so that a connection evicted but not yet gone never makes jsonrpsee refuse
+		// the newcomer that took its slot.
+		.max_connections(config.max_connections.saturating_mul(2))
+		.max_subscriptions_per_connection(config.max_subscriptions_per_connection)
+		.max_request_body_size(MAX_REQUEST_BYTES)
+		// As Substrate: a WebSocket whose peer stops answering pings (three checks 30 s apart
+		// find no pong for 60 s) is closed, so dead sessions give their slots back.
+		.enable_ws_ping(
+			PingConfig::new()
+				.ping_interval(Duration::from_secs(30))
+				.inactive_limit(Duration::from_secs(60))
+				.max_failures(3),
+		)
+		.build();
+	let rpc_middleware = RpcServiceBuilder::new().layer(CountCallsLayer);
+	let server = jsonrpsee::server::Server::builder()
+		.set_config(server_config)
+		.set_rpc_middleware(rpc_middleware)
+		.to_service_builder();
+	let connections = Connections::new(config.max_connections as usize, config.request_timeout);
+	let cors = cors_layer(config.cors.as_deref());
+	let methods: Methods = module(store, &config).into();
+	let (stop, handle) = stop_channel();
+	tokio::spawn(async move {
+		let stopped = stop.clone().shutdown();
+		tokio::pin!(stopped);
+		let mut check = tokio::time::interval(connections.check_period());
+		check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+		loop {
+			tokio::select! {
+				_ = &mut stopped => break,
+				_ = check.tick() => connections.close_overdue(),
+				accepted = listener.accept() => match accepted {
+					Ok((socket, _)) => {
+						let Some(slot) = connections.admit() else {
+							refuse(socket);
+							continue;
+						};
+						let http_middleware = tower::ServiceBuilder::new()
+							.layer(cors.clone())
+							.layer(TrackLayer::new(slot.conn().clone()))
+							.layer(OversizedLayer::new(MAX_REQUEST_BYTES));
+						let service = server
+							.clone()
+							.set_http_middleware(http_middleware)
+							.build(methods.clone(), stop.clone());
+						let _ = socket.set_nodelay(true);
+						let stream = TrackedStream::new(socket, slot);
+						tokio::spawn(serve_connection(stream, service, stop.clone()));
+					}
+					Err(err) => {
+						// Out of file descriptors, most likely: give connections time to close.
+						log::debug!("cannot accept an RPC connection: {err}");
+						tokio::time::sleep(Duration::from_millis(50)).await;
+					}
+				},
+			}
+		}
+		connections.close_waiting();
+	});
 	Ok((handle, addr))
+}
+
+/// Serve one connection until it closes, or the server stops and its last call is answered.
+async fn serve_connection<S>(stream: TrackedStream, service: S, stop: StopHandle)
+where
+	S: tower::Service<
+			http::Request<hyper::body::Incoming>,
+			Response = jsonrpsee::server::HttpResponse,
+			Error = jsonrpsee::core::BoxError,
+		> + Clone
+		+ Send
+		+ 'static,
+	S::Future: Send + 'static,
+{
+	let builder = auto::Builder::new(TokioExecutor::new());
+	let connection = builder
+		.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
+	tokio::pin!(connection);
+	let result = tokio::select! {
+		result = connection.as_mut() => result,
+		_ = stop.shutdown() => {
+			connection.as_mut().graceful_shutdown();
+			connection.await
+		}
+	};
+	if let Err(err) = result {
+		log::debug!("RPC connection ended: {err}");
+	}
+}
+
+/// Tell a connection past the limit why, without waiting on it, and close it.
+fn refuse(socket: TcpStream) {
+	log::debug!("RPC connections full, every one busy: refusing a new connection");
+	let _ = socket.try_write(REFUSED.as_bytes());
 }

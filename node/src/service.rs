@@ -1,6 +1,10 @@
 //! Wires the node together: chain spec, store, maintenance, JSON-RPC, metrics, shutdown.
 
-use crate::{chain_spec::ChainSpec, cli::RunCmd, database, prometheus, rpc};
+use crate::{
+	chain_spec::ChainSpec,
+	cli::{RunCmd, MIB},
+	database, prometheus, rpc,
+};
 use statement_store::{Config, Error as StoreError, Store};
 use std::{
 	net::{IpAddr, Ipv4Addr, SocketAddr},
@@ -65,9 +69,10 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	let mut config = Config::new(&db_path);
 	config.max_total_statements = cmd.statement_store_max_total_statements;
 	config.max_total_size = cmd.statement_store_max_total_size;
-	config.cache_bytes = cmd.statement_store_cache_mib.saturating_mul(1024 * 1024);
-	config.body_cache_bytes = cmd.statement_store_body_cache_mib.saturating_mul(1024 * 1024);
-	config.min_free_bytes = cmd.statement_store_min_free_mib.saturating_mul(1024 * 1024);
+	config.cache_bytes = cmd.statement_store_cache_mib.saturating_mul(MIB);
+	config.body_cache_bytes = cmd.statement_store_body_cache_mib.saturating_mul(MIB);
+	config.sync_wal = cmd.statement_store_sync_wal;
+	config.min_free_bytes = cmd.statement_store_min_free_mib.saturating_mul(MIB as u64);
 	config.skip_intent_gaps = cmd.statement_store_skip_intent_gaps;
 	let store = Store::open(config, Arc::new(allowances)).map_err(|err| match err {
 		StoreError::Db(parity_db_error) if parity_db_error.to_string().contains("in use") => {
@@ -79,6 +84,11 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 		other => other.to_string(),
 	})?;
 	log::info!("Statement store opened with {} statements", store.len());
+	if cmd.statement_store_sync_wal {
+		log::info!(
+			"Every change is fsynced before it is acknowledged (--statement-store-sync-wal)"
+		);
+	}
 	let maintenance =
 		store.spawn_maintenance(&tokio::runtime::Handle::current(), MAINTENANCE_PERIOD);
 
@@ -92,6 +102,8 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 		methods: cmd.rpc_methods,
 		cors: cmd.rpc_cors.clone().or_else(|| cmd.dev.then(|| "all".into())),
 		max_connections: cmd.rpc_max_connections,
+		max_subscriptions_per_connection: cmd.rpc_max_subscriptions_per_connection,
+		request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
 		name,
 		chain: spec.name.clone(),
 	};

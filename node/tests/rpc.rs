@@ -1,5 +1,8 @@
 //! The real `statement-node` binary on a free port, driven over HTTP and WebSocket JSON-RPC.
 
+mod common;
+
+use common::{port_of, wait_for_log, Node};
 use jsonrpsee::{
 	core::client::{ClientT, SubscriptionClientT},
 	http_client::HttpClientBuilder,
@@ -10,97 +13,12 @@ use serde_json::{json, Value};
 use sp_core::{sr25519, Pair};
 use statement_primitives::{Statement, Topic};
 use std::{
-	io::{BufRead, BufReader, Read, Write},
+	io::{Read, Write},
 	net::TcpStream,
 	path::{Path, PathBuf},
-	process::{Child, Command, Stdio},
-	sync::mpsc::{channel, Receiver, RecvTimeoutError},
+	process::{Command, Stdio},
 	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
-
-struct Node {
-	child: Child,
-	port: u16,
-	logs: Receiver<String>,
-}
-
-/// Wait for a log line containing `marker` and return what follows it.
-fn wait_for_log(logs: &Receiver<String>, marker: &str, child: &mut Child) -> String {
-	let deadline = Instant::now() + Duration::from_secs(60);
-	let mut seen = Vec::new();
-	while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-		match logs.recv_timeout(left.min(Duration::from_millis(200))) {
-			Ok(line) => {
-				if let Some(rest) = line.split(marker).nth(1) {
-					return rest.to_string();
-				}
-				seen.push(line);
-			}
-			Err(RecvTimeoutError::Timeout) => {
-				if let Ok(Some(status)) = child.try_wait() {
-					panic!("the node exited ({status}) before logging {marker:?}: {seen:#?}");
-				}
-			}
-			Err(RecvTimeoutError::Disconnected) => break,
-		}
-	}
-	panic!("the node never logged {marker:?}: {seen:#?}");
-}
-
-/// Port number at the start of `host:port...`.
-fn port_of(text: &str) -> u16 {
-	let after_colon = text.rsplit_once(':').map_or(text, |(_, rest)| rest);
-	after_colon.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
-}
-
-impl Node {
-	/// Start the node on an RPC port the OS picks, and learn the port from its log.
-	fn start(args: &[&str]) -> Node {
-		let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
-			.args(args)
-			.args(["--rpc-port", "0"])
-			.stdout(Stdio::null())
-			.stderr(Stdio::piped())
-			.spawn()
-			.expect("the node starts");
-		let stderr = child.stderr.take().unwrap();
-		let (sender, logs) = channel();
-		// Keeps draining the log, so the node never blocks on a full pipe.
-		std::thread::spawn(move || {
-			for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-				let _ = sender.send(line);
-			}
-		});
-		let rest = wait_for_log(&logs, "Running JSON-RPC server: addr=", &mut child);
-		let addr = rest.split(',').next().unwrap_or_default();
-		Node { child, port: port_of(addr), logs }
-	}
-
-	fn http(&self) -> String {
-		format!("http://127.0.0.1:{}", self.port)
-	}
-
-	fn ws(&self) -> String {
-		format!("ws://127.0.0.1:{}", self.port)
-	}
-
-	/// SIGTERM, then wait for a clean exit.
-	fn stop(mut self) -> std::process::ExitStatus {
-		let status =
-			Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
-		assert!(status.success());
-		let status = self.child.wait().unwrap();
-		std::mem::forget(self);
-		status
-	}
-}
-
-impl Drop for Node {
-	fn drop(&mut self) {
-		let _ = self.child.kill();
-		let _ = self.child.wait();
-	}
-}
 
 fn topic(text: &str) -> Topic {
 	Topic(sp_crypto_hashing::blake2_256(text.as_bytes()))

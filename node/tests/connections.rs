@@ -1,0 +1,210 @@
+//! Connection limits over real sockets: clients that hold a connection without finishing a
+//! request must not lock out the rest, and oversized or excess requests get clear answers.
+
+mod common;
+
+use common::Node;
+use jsonrpsee::{
+	core::client::{ClientT, SubscriptionClientT},
+	rpc_params,
+	ws_client::WsClientBuilder,
+};
+use serde_json::{json, Value};
+use std::{
+	io::{Read, Write},
+	net::TcpStream,
+	time::{Duration, Instant},
+};
+
+/// Slots in every test here: small, so that a handful of sockets fills them.
+const SLOTS: usize = 4;
+
+fn connect(port: u16) -> TcpStream {
+	let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+	stream.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+	stream
+}
+
+/// A POST that announces 1,000 bytes of body and sends one: a slow-body (slowloris) sender.
+fn slow_body_sender(port: u16) -> TcpStream {
+	let mut stream = connect(port);
+	stream
+		.write_all(
+			b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+		)
+		.unwrap();
+	stream
+}
+
+/// A completed WebSocket handshake that then never sends a frame.
+fn idle_websocket(port: u16) -> TcpStream {
+	let mut stream = connect(port);
+	stream
+		.write_all(
+			b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+		)
+		.unwrap();
+	let head = read_head(&mut stream);
+	assert!(head.starts_with("HTTP/1.1 101"), "the upgrade was refused: {head}");
+	stream
+}
+
+/// Everything up to the blank line after the headers.
+fn read_head(stream: &mut TcpStream) -> String {
+	let mut head = Vec::new();
+	let mut byte = [0u8; 1];
+	while !head.ends_with(b"\r\n\r\n") {
+		match stream.read(&mut byte) {
+			Ok(1) => head.push(byte[0]),
+			_ => break,
+		}
+	}
+	String::from_utf8_lossy(&head).into_owned()
+}
+
+/// One JSON-RPC call over a fresh HTTP connection; the whole response, or why there is none.
+fn call_over_http(port: u16, method: &str) -> Result<String, String> {
+	let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": []}).to_string();
+	let mut stream = connect(port);
+	let request = format!(
+		"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+		body.len()
+	);
+	stream.write_all(request.as_bytes()).map_err(|err| format!("write: {err}"))?;
+	let mut response = String::new();
+	stream.read_to_string(&mut response).map_err(|err| format!("read: {err}"))?;
+	Ok(response)
+}
+
+/// `count` calls one after another, each on a new connection; panics on the first not served.
+fn legitimate_calls_are_served(port: u16, count: usize) {
+	for n in 0..count {
+		let started = Instant::now();
+		let response = call_over_http(port, "system_health");
+		let served = response.as_deref().is_ok_and(|response| {
+			response.starts_with("HTTP/1.1 200") && response.contains("\"result\"")
+		});
+		assert!(served, "call {n} of {count} not served: {response:?}");
+		assert!(
+			started.elapsed() < Duration::from_secs(5),
+			"call {n} took {:?}",
+			started.elapsed()
+		);
+	}
+}
+
+/// Whether the server closed `stream` within `within`.
+fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+	stream.set_read_timeout(Some(within)).unwrap();
+	let mut buf = [0u8; 256];
+	loop {
+		match stream.read(&mut buf) {
+			Ok(0) => return true,
+			Ok(_) => continue,
+			Err(err) => {
+				return !matches!(
+					err.kind(),
+					std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+				)
+			}
+		}
+	}
+}
+
+fn slots_flag() -> String {
+	SLOTS.to_string()
+}
+
+#[tokio::test]
+async fn slow_body_senders_do_not_lock_out_requests_or_evict_a_working_session() {
+	let slots = slots_flag();
+	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", &slots]);
+	let session = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let _: Value = session.request("system_health", rpc_params![]).await.unwrap();
+	// Twice as many as there are slots: every slot that is not the session's ends up held by
+	// a sender that never finishes its body.
+	let _senders: Vec<TcpStream> = (0..2 * SLOTS).map(|_| slow_body_sender(node.port)).collect();
+	std::thread::sleep(Duration::from_millis(300));
+	legitimate_calls_are_served(node.port, 10);
+	let fresh = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let _: Value = fresh.request("system_health", rpc_params![]).await.unwrap();
+	let _: Value = session.request("system_health", rpc_params![]).await.unwrap();
+}
+
+#[tokio::test]
+async fn idle_websocket_upgrades_do_not_lock_out_requests() {
+	let slots = slots_flag();
+	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", &slots]);
+	let _idle: Vec<TcpStream> = (0..SLOTS).map(|_| idle_websocket(node.port)).collect();
+	legitimate_calls_are_served(node.port, 10);
+	let fresh = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let _: Value = fresh.request("system_health", rpc_params![]).await.unwrap();
+}
+
+#[test]
+fn connections_that_never_finish_a_request_are_closed_after_the_request_timeout() {
+	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-request-timeout", "1"]);
+	let mut sender = slow_body_sender(node.port);
+	let mut upgrade = idle_websocket(node.port);
+	let mut silent = connect(node.port);
+	for (what, stream) in
+		[("slow body", &mut sender), ("idle upgrade", &mut upgrade), ("silent", &mut silent)]
+	{
+		assert!(closed_within(stream, Duration::from_secs(5)), "the {what} connection stayed open");
+	}
+	legitimate_calls_are_served(node.port, 1);
+}
+
+#[test]
+fn an_oversized_body_is_read_and_answered_413_with_a_json_rpc_error() {
+	let node = Node::start(&["--tmp", "--no-prometheus"]);
+	let body = vec![b' '; 17 * 1024 * 1024];
+	let mut stream = connect(node.port);
+	let head = format!(
+		"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+		body.len()
+	);
+	stream.write_all(head.as_bytes()).unwrap();
+	// A client that sends its whole request before it reads, as most do.
+	let sent = stream.write_all(&body);
+	assert!(sent.is_ok(), "the node reset the connection while the body was sent: {sent:?}");
+	let head = read_head(&mut stream);
+	assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+	let length: usize = head
+		.lines()
+		.find_map(|line| {
+			line.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned)
+		})
+		.and_then(|length| length.trim().parse().ok())
+		.expect("a content-length");
+	let mut answer = vec![0u8; length];
+	stream.read_exact(&mut answer).unwrap();
+	let answer: Value = serde_json::from_slice(&answer).unwrap();
+	assert_eq!(answer["error"]["code"], json!(-32007), "{answer}");
+}
+
+#[tokio::test]
+async fn the_subscription_past_the_per_connection_limit_is_refused_with_a_clear_error() {
+	let node =
+		Node::start(&["--tmp", "--no-prometheus", "--rpc-max-subscriptions-per-connection", "2"]);
+	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let subscribe = || {
+		ws.subscribe::<Value, _>(
+			"statement_subscribeStatement",
+			rpc_params![json!("any")],
+			"statement_unsubscribeStatement",
+		)
+	};
+	let _first = subscribe().await.unwrap();
+	let _second = subscribe().await.unwrap();
+	match subscribe().await {
+		Err(jsonrpsee::core::ClientError::Call(error)) => {
+			assert_eq!(error.code(), -32006, "{error:?}");
+			assert!(error.message().contains("Too many subscriptions"), "{error:?}");
+		}
+		other => panic!("a third subscription was not refused: {:?}", other.map(|_| ())),
+	}
+	let health: Value = ws.request("system_health", rpc_params![]).await.unwrap();
+	assert_eq!(health["peers"], json!(0), "the connection stays usable");
+}
