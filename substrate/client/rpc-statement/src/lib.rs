@@ -514,7 +514,9 @@ mod tests {
 			("[\"0x0g\"]", "bad statement: not valid hex: 'g' at position 3 is not a hex digit"),
 			("[\"0802\"]", "bad statement: not valid hex: it must start with 0x"),
 		] {
-			let err = statement_param(&Params::new(Some(json))).err().expect("refused");
+			let Err(err) = statement_param(&Params::new(Some(json))) else {
+				panic!("{json} accepted")
+			};
 			assert!(err.message().starts_with(expected), "{json}: {}", err.message());
 			assert_eq!(err.code(), INVALID_PARAMS_CODE);
 		}
@@ -533,7 +535,9 @@ mod tests {
 	#[test]
 	fn a_filter_with_odd_length_hex_is_refused_as_not_hex() {
 		let json = "[{\"matchAll\": [\"0x123\"]}]";
-		let err = nth::<FilterParam>(&Params::new(Some(json)), 0, "topic filter").err().unwrap();
+		let Err(err) = nth::<FilterParam>(&Params::new(Some(json)), 0, "topic filter") else {
+			panic!("accepted")
+		};
 		assert!(
 			err.message().contains("bad topic filter: not valid hex: odd"),
 			"{}",
