@@ -73,6 +73,7 @@ async fn every_method_answers_over_http_and_websocket() {
 		"statement_postedStatement",
 		"statement_postedClearStatement",
 		"statement_dump",
+		"statement_dumpPage",
 		"statement_remove",
 		"statement_subscribeStatement",
 		"system_health",
@@ -218,6 +219,14 @@ async fn bad_params_get_clear_errors_and_the_connection_stays_usable() {
 	);
 	assert_eq!(code, -32602, "{message}");
 	let (code, message) = error_code(
+		ws.request::<Value, _>("statement_submit", rpc_params!["0x08022a0"]).await.unwrap_err(),
+	);
+	assert_eq!(code, -32602);
+	assert!(
+		message.contains("bad statement: not valid hex: odd number of hex digits"),
+		"{message}"
+	);
+	let (code, message) = error_code(
 		ws.request::<Value, _>("statement_submit", rpc_params!["0x08022a"]).await.unwrap_err(),
 	);
 	assert_eq!(code, -32602);
@@ -271,6 +280,81 @@ fn a_second_node_on_the_same_base_path_is_refused_with_a_clear_error() {
 	let mut stderr = String::new();
 	second.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
 	assert!(stderr.contains("in use by another process"), "{stderr}");
+}
+
+/// One value from the node's Prometheus endpoint.
+fn metric(port: u16, name: &str) -> f64 {
+	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+	stream
+		.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+		.unwrap();
+	let mut body = String::new();
+	stream.read_to_string(&mut body).unwrap();
+	let line = body.lines().find(|line| line.starts_with(&format!("{name} ")));
+	line.and_then(|line| line.split(' ').nth(1)?.parse().ok()).unwrap_or_else(|| panic!("{body}"))
+}
+
+/// A WebSocket connection that subscribes to every statement and then never reads.
+fn never_reading_subscriber(port: u16) -> TcpStream {
+	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+	stream
+		.write_all(
+			format!(
+				"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n\
+				 Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+				 Sec-WebSocket-Version: 13\r\n\r\n"
+			)
+			.as_bytes(),
+		)
+		.unwrap();
+	let mut response = Vec::new();
+	let mut byte = [0u8; 1];
+	while !response.ends_with(b"\r\n\r\n") {
+		stream.read_exact(&mut byte).unwrap();
+		response.push(byte[0]);
+	}
+	assert!(response.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&response));
+	let request =
+		br#"{"jsonrpc":"2.0","id":1,"method":"statement_subscribeStatement","params":["any"]}"#;
+	// A masked text frame, as clients must send.
+	let mask = [1u8, 2, 3, 4];
+	let mut frame = vec![0x81, 0x80 | request.len() as u8];
+	frame.extend_from_slice(&mask);
+	frame.extend(request.iter().enumerate().map(|(at, byte)| byte ^ mask[at % 4]));
+	stream.write_all(&frame).unwrap();
+	stream
+}
+
+#[tokio::test]
+async fn a_subscriber_that_never_reads_is_dropped_and_the_node_forgets_it() {
+	let mut node = Node::start(&["--dev", "--prometheus-port", "0"]);
+	let rest = wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
+	let metrics_port = port_of(rest.split('/').next().unwrap_or_default());
+	let http = HttpClientBuilder::default().max_request_size(16 << 20).build(node.http()).unwrap();
+	let _idle = never_reading_subscriber(node.port);
+	let deadline = Instant::now() + Duration::from_secs(30);
+	while metric(metrics_port, "substrate_statement_store_subscriptions") != 1.0 {
+		assert!(Instant::now() < deadline, "the subscription never opened");
+		std::thread::sleep(Duration::from_millis(20));
+	}
+	// 64 KiB statements until the node drops the subscriber: the store queues 1 MiB, the
+	// kernel's socket buffers hold a few more; past 60 MiB it never will.
+	let mut submitted = 0;
+	while metric(metrics_port, "substrate_statement_store_subscriptions") != 0.0 {
+		assert!(submitted < 960, "still subscribed after {submitted} statements of 64 KiB");
+		for _ in 0..16 {
+			let data = [vec![submitted as u8; 4], vec![0; 64 * 1024 - 4]].concat();
+			let statement = signed("//Alice", &[topic("bulk")], None, &data);
+			let result: Value = http
+				.request("statement_submit", rpc_params![hex(&statement.encode())])
+				.await
+				.unwrap();
+			assert_eq!(result, json!({"status": "new"}));
+			submitted += 1;
+		}
+	}
+	let health: Value = http.request("system_health", rpc_params![]).await.unwrap();
+	assert_eq!(health["peers"], json!(0), "the node still serves others");
 }
 
 #[test]

@@ -7,24 +7,32 @@
 //! | `statement_posted` | topics, key | data of matching posted statements |
 //! | `statement_postedClear` | topics, key | decrypted data |
 //! | `statement_broadcastsStatement`, `statement_postedStatement`, `statement_postedClearStatement` | as above | encoded statements |
-//! | `statement_dump` (unsafe) | - | every encoded statement |
+//! | `statement_dump` (unsafe) | - | every encoded statement; an error naming `statement_dumpPage` if they would not fit in one response |
+//! | `statement_dumpPage` (unsafe) | cursor (`null` to start), limit (at most 1,000) | `{"statements": [...], "next": cursor or null}` |
 //! | `statement_remove` (unsafe) | hash | `null` |
 //! | `statement_subscribeStatement` | `TopicFilter` | `statement_statement` notifications |
 //!
 //! Topics, keys and hashes are `0x`-hex strings of 32 bytes (arrays of 32 numbers, as older
-//! clients send them, are accepted too). Bad params get a JSON-RPC error naming the problem;
-//! the connection stays usable.
+//! clients send them, are accepted too). Bad params get a JSON-RPC error naming the parameter
+//! and the problem (not hex, odd length, wrong size, ...); the connection stays usable.
+//!
+//! A subscription replays the stored matches a page at a time as the client reads them, then
+//! streams new matches. It keeps at most [`IN_FLIGHT_NOTIFICATIONS`] notifications in the
+//! server's outgoing buffer; what the client has not taken waits in the store's bounded
+//! queue, and a subscriber that falls further behind is dropped with a subscription error
+//! notification (`{"params": {"subscription": .., "error": "subscription dropped: .."}}`), as
+//! Substrate closes lagging subscriptions.
 
 use jsonrpsee::{
+	core::SubscriptionError,
 	types::{error::ErrorObjectOwned, Params},
 	PendingSubscriptionSink, RpcModule,
 };
 use sp_core::Bytes;
 use statement_primitives::{
-	check_match_all, Statement, StatementEvent, StatementSource, StatementStore, Topic,
-	TopicFilter, MAX_STATEMENT_SIZE,
+	check_match_all, Statement, StatementEvent, StatementSource, StatementStore, Topic, TopicFilter,
 };
-use statement_store::Store;
+use statement_store::{Store, Subscription};
 
 /// JSON-RPC error code for a refused unsafe method (as Substrate uses).
 pub const UNSAFE_CODE: i32 = -32601;
@@ -33,20 +41,59 @@ pub const INVALID_PARAMS_CODE: i32 = -32602;
 /// JSON-RPC error code for a store failure.
 pub const STORE_ERROR_CODE: i32 = 4000;
 
-/// Encoded bytes per subscription batch while replaying stored statements.
-const REPLAY_BATCH_BYTES: usize = 2 * 1024 * 1024;
+/// JSON-RPC error code for an answer larger than the server sends (as jsonrpsee uses).
+pub const RESPONSE_TOO_LARGE_CODE: i32 = -32008;
+/// jsonrpsee's default response limit, which the node keeps.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u32 = 10 * 1024 * 1024;
+/// Most statements `statement_dumpPage` returns at once.
+pub const DUMP_PAGE_MAX: usize = 1000;
+/// Notifications a subscription may have waiting in the server's buffer for its connection.
+pub const IN_FLIGHT_NOTIFICATIONS: usize = 2;
+
+/// Encoded bytes per notification while replaying stored statements (a statement larger
+/// than this goes alone).
+const REPLAY_BATCH_BYTES: usize = 128 * 1024;
+/// Encoded bytes per notification of new statements.
+const LIVE_BATCH_BYTES: usize = 64 * 1024;
+/// Statements per page while `statement_dump` collects its answer.
+const DUMP_WALK_PAGE: usize = 512;
 
 /// What the RPC methods work on.
 #[derive(Clone)]
 pub struct StatementRpc {
 	store: Store,
 	allow_unsafe: bool,
+	max_response_bytes: u32,
+	queue_bytes: usize,
 }
 
 impl StatementRpc {
-	/// Methods over `store`; `allow_unsafe` enables `statement_dump` and `statement_remove`.
+	/// Methods over `store`; `allow_unsafe` enables `statement_dump`, `statement_dumpPage`
+	/// and `statement_remove`.
 	pub fn new(store: Store, allow_unsafe: bool) -> Self {
-		StatementRpc { store, allow_unsafe }
+		StatementRpc {
+			store,
+			allow_unsafe,
+			max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+			queue_bytes: statement_store::DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+		}
+	}
+
+	/// The server's response limit, so that dumps that would pass it say so clearly.
+	pub fn with_max_response_bytes(mut self, bytes: u32) -> Self {
+		self.max_response_bytes = bytes;
+		self
+	}
+
+	/// Bytes of new statements a subscriber may fall behind before it is dropped.
+	pub fn with_subscriber_queue_bytes(mut self, bytes: usize) -> Self {
+		self.queue_bytes = bytes;
+		self
+	}
+
+	/// Encoded bytes one answer may carry: its hex takes twice as many, plus the envelope.
+	fn max_answer_bytes(&self) -> usize {
+		(self.max_response_bytes as usize).saturating_sub(64 * 1024) / 2
 	}
 
 	/// The JSON-RPC module with every statement method.
@@ -68,12 +115,57 @@ impl StatementRpc {
 	}
 }
 
+/// `0x`-hex bytes, or what is wrong with the text.
+fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+	let Some(digits) = text.strip_prefix("0x") else {
+		return Err("not valid hex: it must start with 0x".into());
+	};
+	if digits.len() % 2 != 0 {
+		return Err(format!("not valid hex: odd number of hex digits ({})", digits.len()));
+	}
+	let nibble = |at: usize| {
+		let digit = digits.as_bytes()[at];
+		(digit as char).to_digit(16).map(|value| value as u8).ok_or_else(|| {
+			format!("not valid hex: {:?} at position {} is not a hex digit", digit as char, at + 2)
+		})
+	};
+	(0..digits.len() / 2).map(|at| Ok(nibble(2 * at)? << 4 | nibble(2 * at + 1)?)).collect()
+}
+
+/// A byte-string parameter: a `0x`-hex string.
+struct HexBytes(Vec<u8>);
+
+impl<'de> serde::Deserialize<'de> for HexBytes {
+	fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+		let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+		parse_hex(&text).map(HexBytes).map_err(serde::de::Error::custom)
+	}
+}
+
 /// A 32-byte parameter: `0x`-hex string or an array of 32 numbers.
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
 enum Bytes32 {
-	Hex(Bytes),
+	Hex(Vec<u8>),
 	Array([u8; 32]),
+}
+
+impl<'de> serde::Deserialize<'de> for Bytes32 {
+	fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+		struct Visitor;
+		impl<'de> serde::de::Visitor<'de> for Visitor {
+			type Value = Bytes32;
+			fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+				f.write_str("a 0x-hex string or an array of 32 numbers")
+			}
+			fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Bytes32, E> {
+				parse_hex(text).map(Bytes32::Hex).map_err(E::custom)
+			}
+			fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Bytes32, A::Error> {
+				let deserializer = serde::de::value::SeqAccessDeserializer::new(seq);
+				<[u8; 32] as serde::Deserialize>::deserialize(deserializer).map(Bytes32::Array)
+			}
+		}
+		deserializer.deserialize_any(Visitor)
+	}
 }
 
 impl Bytes32 {
@@ -81,11 +173,35 @@ impl Bytes32 {
 		match self {
 			Bytes32::Array(array) => Ok(array),
 			Bytes32::Hex(bytes) => bytes
-				.0
 				.as_slice()
 				.try_into()
-				.map_err(|_| invalid(format!("{what} must be 32 bytes, got {}", bytes.0.len()))),
+				.map_err(|_| invalid(format!("{what} must be 32 bytes, got {}", bytes.len()))),
 		}
+	}
+}
+
+/// A topic filter parameter, read with the same hex rules as the other parameters.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum FilterParam {
+	Any,
+	MatchAll(Vec<Bytes32>),
+	MatchAny(Vec<Bytes32>),
+}
+
+impl FilterParam {
+	fn into_filter(self) -> Result<TopicFilter, ErrorObjectOwned> {
+		let topics = |raw: Vec<Bytes32>| {
+			raw.into_iter()
+				.map(|topic| topic.into_array("a topic").map(Topic))
+				.collect::<Result<Vec<_>, _>>()
+		};
+		let filter = match self {
+			FilterParam::Any => Ok(TopicFilter::Any),
+			FilterParam::MatchAll(raw) => TopicFilter::match_all(topics(raw)?),
+			FilterParam::MatchAny(raw) => TopicFilter::match_any(topics(raw)?),
+		};
+		filter.map_err(|err| invalid(format!("bad topic filter: {err}")))
 	}
 }
 
@@ -116,7 +232,29 @@ fn nth<T: serde::de::DeserializeOwned>(
 	for _ in 0..position {
 		sequence.next::<serde_json::Value>().map_err(|_| invalid(format!("missing {what}")))?;
 	}
-	sequence.next::<T>().map_err(|err| invalid(format!("bad {what}: {}", err.message())))
+	sequence.next::<T>().map_err(|err| invalid(format!("bad {what}: {}", detail(&err))))
+}
+
+/// What jsonrpsee's "Invalid params" error says went wrong (the decoder's message).
+fn detail(err: &ErrorObjectOwned) -> String {
+	err.data()
+		.and_then(|data| serde_json::from_str::<String>(data.get()).ok())
+		.unwrap_or_else(|| err.message().to_string())
+}
+
+/// The parameter at `position`, `None` if it is missing or `null`.
+fn nth_optional<T: serde::de::DeserializeOwned>(
+	params: &Params,
+	position: usize,
+	what: &str,
+) -> Result<Option<T>, ErrorObjectOwned> {
+	let mut sequence = params.sequence();
+	for _ in 0..position {
+		if sequence.next::<serde_json::Value>().is_err() {
+			return Ok(None);
+		}
+	}
+	sequence.optional_next::<T>().map_err(|err| invalid(format!("bad {what}: {}", detail(&err))))
 }
 
 fn key_param(params: &Params) -> Result<[u8; 32], ErrorObjectOwned> {
@@ -126,7 +264,7 @@ fn key_param(params: &Params) -> Result<[u8; 32], ErrorObjectOwned> {
 /// Decode a submitted statement. An oversized one is decoded leniently so that the store can
 /// answer with upstream's `EncodingTooLarge` result.
 fn statement_param(params: &Params) -> Result<Statement, ErrorObjectOwned> {
-	let bytes: Bytes = nth(params, 0, "statement")?;
+	let HexBytes(bytes) = nth(params, 0, "statement")?;
 	match Statement::from_bytes(&bytes) {
 		Ok(statement) => Ok(statement),
 		Err(statement_primitives::Error::TooLarge { .. }) => {
@@ -152,9 +290,21 @@ fn register(
 	})?;
 	module.register_blocking_method("statement_dump", |_, rpc, _| {
 		rpc.ensure_unsafe_allowed()?;
-		let all = rpc.store.statements().map_err(store_error)?;
+		dump(&rpc)
+	})?;
+	module.register_blocking_method("statement_dumpPage", |params, rpc, _| {
+		rpc.ensure_unsafe_allowed()?;
+		let after: Option<u64> = nth_optional(&params, 0, "cursor")?;
+		let limit: Option<usize> = nth_optional(&params, 1, "limit")?;
+		let limit = limit.unwrap_or(DUMP_PAGE_MAX).clamp(1, DUMP_PAGE_MAX);
+		let page = rpc
+			.store
+			.statements_page(after.unwrap_or(0), limit, rpc.max_answer_bytes())
+			.map_err(store_error)?;
+		let statements: Vec<Bytes> =
+			page.statements.into_iter().map(|(_, _, body)| Bytes(body)).collect();
 		Ok::<_, ErrorObjectOwned>(
-			all.into_iter().map(|(_, s)| Bytes(s.encode())).collect::<Vec<_>>(),
+			serde_json::json!({ "statements": statements, "next": page.next }),
 		)
 	})?;
 	module.register_blocking_method("statement_remove", |params, rpc, _| {
@@ -189,73 +339,168 @@ fn register(
 	Ok(())
 }
 
+/// Every stored statement, walked a page at a time; an error naming the paged method if the
+/// answer would pass the server's response limit.
+fn dump(rpc: &StatementRpc) -> Result<Vec<Bytes>, ErrorObjectOwned> {
+	let limit = rpc.max_answer_bytes();
+	let mut out = Vec::new();
+	let mut bytes = 0;
+	let mut after = 0;
+	loop {
+		let page =
+			rpc.store.statements_page(after, DUMP_WALK_PAGE, usize::MAX).map_err(store_error)?;
+		for (_, _, body) in page.statements {
+			// Each hex string also carries "0x", two quotes and a comma.
+			bytes += body.len() + 3;
+			if bytes > limit {
+				return Err(ErrorObjectOwned::owned(
+					RESPONSE_TOO_LARGE_CODE,
+					format!(
+						"the dump is larger than this server's response limit ({} bytes); page \
+						 through it with statement_dumpPage",
+						rpc.max_response_bytes
+					),
+					None::<()>,
+				));
+			}
+			out.push(Bytes(body));
+		}
+		match page.next {
+			Some(next) => after = next,
+			None => return Ok(out),
+		}
+	}
+}
+
+/// Why a subscription task stopped early.
+enum Stop {
+	/// The client went away or unsubscribed.
+	Closed,
+	/// The store dropped the subscriber, or reading failed: tell the client.
+	Failed(String),
+}
+
 async fn subscribe(
 	params: Params<'static>,
 	pending: PendingSubscriptionSink,
 	rpc: std::sync::Arc<StatementRpc>,
-) {
-	let filter: TopicFilter = match nth(&params, 0, "topic filter") {
+) -> Result<(), SubscriptionError> {
+	let filter = match nth::<FilterParam>(&params, 0, "topic filter").and_then(|f| f.into_filter())
+	{
 		Ok(filter) => filter,
-		Err(err) => return pending.reject(err).await,
+		Err(err) => {
+			pending.reject(err).await;
+			return Ok(());
+		}
 	};
 	let store = rpc.store.clone();
-	let subscription = match tokio::task::spawn_blocking(move || store.subscribe(filter)).await {
+	let queue_bytes = rpc.queue_bytes;
+	let subscribed =
+		tokio::task::spawn_blocking(move || store.subscribe_with_queue(filter, queue_bytes)).await;
+	let subscription = match subscribed {
 		Ok(Ok(subscription)) => subscription,
-		Ok(Err(err)) => return pending.reject(invalid(err.to_string())).await,
-		Err(err) => return pending.reject(store_error(err)).await,
-	};
-	let Ok(sink) = pending.accept().await else { return };
-	let mut live = subscription.live;
-	for event in replay_batches(subscription.replay) {
-		if send(&sink, &event).await.is_err() {
-			return;
+		Ok(Err(err)) => {
+			pending.reject(invalid(err.to_string())).await;
+			return Ok(());
 		}
+		Err(err) => {
+			pending.reject(store_error(err)).await;
+			return Ok(());
+		}
+	};
+	let Ok(sink) = pending.accept().await else { return Ok(()) };
+	match serve(&sink, subscription).await {
+		Stop::Closed => Ok(()),
+		Stop::Failed(reason) => Err(reason.into()),
+	}
+}
+
+/// Replay, then stream, until the client leaves or the subscription fails.
+async fn serve(sink: &jsonrpsee::SubscriptionSink, subscription: Subscription) -> Stop {
+	let total = subscription.replay_total();
+	// One page ahead, so that the last replay batch can say `remaining: 0`.
+	let (mut subscription, mut current) = match replay_page(subscription).await {
+		Ok(read) => read,
+		Err(stop) => return stop,
+	};
+	let mut sent = 0u64;
+	loop {
+		let batch = current.take().unwrap_or_default();
+		let (next_subscription, next) = match replay_page(subscription).await {
+			Ok(read) => read,
+			Err(stop) => return stop,
+		};
+		subscription = next_subscription;
+		sent += batch.len() as u64;
+		let remaining = if next.is_some() { total.saturating_sub(sent) } else { 0 };
+		let event = StatementEvent::NewStatements {
+			statements: batch.into_iter().map(Bytes).collect(),
+			remaining: Some(u32::try_from(remaining).unwrap_or(u32::MAX)),
+		};
+		if let Err(stop) = send(sink, &subscription, &event).await {
+			return stop;
+		}
+		if next.is_none() {
+			break;
+		}
+		current = next;
 	}
 	loop {
+		let live = tokio::select! {
+			live = subscription.next_live(LIVE_BATCH_BYTES) => live,
+			_ = sink.closed() => return Stop::Closed,
+		};
+		let statements = match live {
+			Ok(statements) => statements,
+			Err(err) => return Stop::Failed(err.to_string()),
+		};
+		let event = StatementEvent::NewStatements {
+			statements: statements.iter().map(|statement| Bytes(statement.to_vec())).collect(),
+			remaining: None,
+		};
+		drop(statements);
+		if let Err(stop) = send(sink, &subscription, &event).await {
+			return stop;
+		}
+	}
+}
+
+/// The next replay page, read off the async threads.
+async fn replay_page(
+	mut subscription: Subscription,
+) -> Result<(Subscription, Option<Vec<Vec<u8>>>), Stop> {
+	let read = tokio::task::spawn_blocking(move || {
+		let page = subscription.next_replay_page(REPLAY_BATCH_BYTES);
+		(subscription, page)
+	})
+	.await;
+	match read {
+		Ok((subscription, Ok(page))) => Ok((subscription, page)),
+		Ok((_, Err(err))) => Err(Stop::Failed(format!("statement store: {err}"))),
+		Err(err) => Err(Stop::Failed(format!("statement store: {err}"))),
+	}
+}
+
+/// Send `event` once the connection's outgoing buffer has room (at most
+/// [`IN_FLIGHT_NOTIFICATIONS`] waiting), so a client that does not read leaves its backlog in
+/// the store's bounded queue, where lagging is noticed.
+async fn send(
+	sink: &jsonrpsee::SubscriptionSink,
+	subscription: &Subscription,
+	event: &StatementEvent,
+) -> Result<(), Stop> {
+	let mut pause = std::time::Duration::from_millis(1);
+	while sink.max_capacity().saturating_sub(sink.capacity()) >= IN_FLIGHT_NOTIFICATIONS {
+		subscription.check().map_err(|err| Stop::Failed(err.to_string()))?;
 		tokio::select! {
-			statement = live.recv() => {
-				let Some(statement) = statement else { return };
-				let event = StatementEvent::NewStatements {
-					statements: vec![Bytes(statement)],
-					remaining: None,
-				};
-				if send(&sink, &event).await.is_err() {
-					return;
-				}
-			},
-			_ = sink.closed() => return,
+			_ = tokio::time::sleep(pause) => {},
+			_ = sink.closed() => return Err(Stop::Closed),
 		}
+		pause = (pause * 2).min(std::time::Duration::from_millis(100));
 	}
-}
-
-/// Stored matches in batches of about [`REPLAY_BATCH_BYTES`], each saying how many follow;
-/// one empty batch when nothing matches.
-fn replay_batches(replay: Vec<Vec<u8>>) -> Vec<StatementEvent> {
-	let total = replay.len();
-	let mut events = Vec::new();
-	let mut batch = Vec::new();
-	let mut bytes = 0;
-	let mut sent = 0;
-	for statement in replay {
-		if !batch.is_empty() && bytes + statement.len() > REPLAY_BATCH_BYTES.max(MAX_STATEMENT_SIZE)
-		{
-			sent += batch.len();
-			events.push(StatementEvent::NewStatements {
-				statements: std::mem::take(&mut batch),
-				remaining: Some((total - sent) as u32),
-			});
-			bytes = 0;
-		}
-		bytes += statement.len();
-		batch.push(Bytes(statement));
-	}
-	events.push(StatementEvent::NewStatements { statements: batch, remaining: Some(0) });
-	events
-}
-
-async fn send(sink: &jsonrpsee::SubscriptionSink, event: &StatementEvent) -> Result<(), ()> {
-	let raw = serde_json::value::to_raw_value(event).map_err(|_| ())?;
-	sink.send(raw).await.map_err(|_| ())
+	let raw = serde_json::value::to_raw_value(event)
+		.map_err(|err| Stop::Failed(format!("cannot encode a notification: {err}")))?;
+	sink.send(raw).await.map_err(|_| Stop::Closed)
 }
 
 #[cfg(test)]
@@ -263,28 +508,40 @@ mod tests {
 	use super::*;
 
 	#[test]
-	fn replay_batches_count_down_and_end_with_zero() {
-		let statements = vec![vec![0u8; 1 << 20]; 5];
-		let events = replay_batches(statements);
-		let remaining: Vec<Option<u32>> = events
-			.iter()
-			.map(|StatementEvent::NewStatements { remaining, .. }| *remaining)
-			.collect();
-		assert_eq!(remaining.last(), Some(&Some(0)));
-		assert!(remaining.windows(2).all(|w| w[0] > w[1]), "{remaining:?}");
-		let sent: usize = events
-			.iter()
-			.map(|StatementEvent::NewStatements { statements, .. }| statements.len())
-			.sum();
-		assert_eq!(sent, 5);
+	fn hex_params_that_are_not_hex_say_so_and_name_the_parameter() {
+		for (json, expected) in [
+			("[\"0x08022\"]", "bad statement: not valid hex: odd number of hex digits (5)"),
+			("[\"0x0g\"]", "bad statement: not valid hex: 'g' at position 3 is not a hex digit"),
+			("[\"0802\"]", "bad statement: not valid hex: it must start with 0x"),
+		] {
+			let Err(err) = statement_param(&Params::new(Some(json))) else {
+				panic!("{json} accepted")
+			};
+			assert!(err.message().starts_with(expected), "{json}: {}", err.message());
+			assert_eq!(err.code(), INVALID_PARAMS_CODE);
+		}
+		let odd = format!("[[\"0x{}1\"]]", "11".repeat(31));
+		let err = topics_param(&Params::new(Some(&odd)), 0).unwrap_err();
+		assert!(
+			err.message().contains("bad topics: not valid hex: odd number"),
+			"{}",
+			err.message()
+		);
+		let key = format!("[[], \"0x{}\"]", "zz".repeat(32));
+		let err = key_param(&Params::new(Some(&key))).unwrap_err();
+		assert!(err.message().contains("bad decryption key: not valid hex"), "{}", err.message());
 	}
 
 	#[test]
-	fn nothing_stored_still_sends_one_empty_batch() {
-		let events = replay_batches(Vec::new());
-		assert_eq!(
-			events,
-			vec![StatementEvent::NewStatements { statements: vec![], remaining: Some(0) }]
+	fn a_filter_with_odd_length_hex_is_refused_as_not_hex() {
+		let json = "[{\"matchAll\": [\"0x123\"]}]";
+		let Err(err) = nth::<FilterParam>(&Params::new(Some(json)), 0, "topic filter") else {
+			panic!("accepted")
+		};
+		assert!(
+			err.message().contains("bad topic filter: not valid hex: odd"),
+			"{}",
+			err.message()
 		);
 	}
 

@@ -75,6 +75,13 @@ pub enum Error {
 		/// Where the damage was found.
 		detail: String,
 	},
+	/// A subscriber fell behind: its live queue would have passed its bound, so it was
+	/// dropped (as Substrate closes lagging subscriptions).
+	#[error("subscription dropped: the subscriber fell more than {queue_bytes} bytes behind")]
+	Lagged {
+		/// The queue's bound.
+		queue_bytes: usize,
+	},
 	/// Reading allowances from chain state failed.
 	#[error("allowance lookup failed: {0}")]
 	Allowance(String),

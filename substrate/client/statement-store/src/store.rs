@@ -6,10 +6,11 @@ use crate::{
 	disk::DiskGuard,
 	membership::{Membership, SnapshotTag},
 	metrics::{Metrics, MetricsSnapshot},
+	paging::PAGE_IDS,
 	posting::{decode_segment, encode_segment, intersect, segment_base, PostingList},
 	schema::{self, Counters, Id, PostingKey, Record},
 	staging::Database,
-	subscription::{Subscription, Subscriptions},
+	subscription::{Subscription, Subscriptions, DEFAULT_SUBSCRIBER_QUEUE_BYTES},
 	view::ViewLock,
 	wal::{self, IntentLog, LogApplier, Processor},
 	AllowanceProvider, Config, Error, Result,
@@ -99,6 +100,15 @@ pub struct SnapshotMark {
 	pub at: std::time::Instant,
 	/// Removal-log segments below this one are deleted.
 	pub trimmed_below: u64,
+}
+
+/// One page of [`Store::statements_page`].
+#[derive(Debug, Default)]
+pub struct StatementsPage {
+	/// `(id, hash, encoding)`, in admission order.
+	pub statements: Vec<(Id, Hash, Vec<u8>)>,
+	/// Where the next page starts (pass it as `after`); `None` when the walk is done.
+	pub next: Option<Id>,
 }
 
 /// The membership snapshot, written when the store closes, next to parity-db's files.
@@ -480,27 +490,75 @@ impl Store {
 	/// Statements admitted after `after` (an id from an earlier call, or 0 for all), oldest
 	/// first, at most `limit`: `(id, hash, encoding)`. For gossip and replay.
 	pub fn statements_since(&self, after: Id, limit: usize) -> Result<Vec<(Id, Hash, Vec<u8>)>> {
-		let _view = self.inner.view.read();
-		self.inner.journal_since(after, limit)
+		self.inner.journal_since(after, limit, usize::MAX).map(|page| page.statements)
 	}
 
-	/// Subscribe: the stored statements matching `filter`, then each new match as it commits.
+	/// A page of the stored statements in admission order: those admitted after `after` (0
+	/// for the first page, else the previous page's `next`), at most `max_count` and, past
+	/// the first, `max_bytes` of encodings. The view lock is held only while each few hundred
+	/// ids are looked up, never across pages, so writers and readers go on meanwhile; a
+	/// statement admitted during the walk comes in a later page, one removed before its page
+	/// is read does not come.
+	pub fn statements_page(
+		&self,
+		after: Id,
+		max_count: usize,
+		max_bytes: usize,
+	) -> Result<StatementsPage> {
+		self.inner.journal_since(after, max_count, max_bytes)
+	}
+
+	/// Every stored statement, a page at a time, in admission order (see
+	/// [`Store::statements_page`]): `each` runs between pages, with no lock held.
+	fn walk_statements(
+		&self,
+		mut each: impl FnMut(Vec<(Id, Hash, Vec<u8>)>) -> Result<()>,
+	) -> Result<()> {
+		let mut after = 0;
+		loop {
+			let page = self.inner.journal_since(after, PAGE_IDS, usize::MAX)?;
+			each(page.statements)?;
+			match page.next {
+				Some(next) => after = next,
+				None => return Ok(()),
+			}
+		}
+	}
+
+	/// Subscribe with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`] of live queue; see
+	/// [`Store::subscribe_with_queue`].
 	pub fn subscribe(&self, filter: TopicFilter) -> Result<Subscription> {
+		self.subscribe_with_queue(filter, DEFAULT_SUBSCRIBER_QUEUE_BYTES)
+	}
+
+	/// Subscribe: the stored statements matching `filter`, read page by page as the caller
+	/// asks, then each new match as it commits, queued up to `queue_bytes`; a subscriber
+	/// whose queue would overflow is dropped (see `subscription`).
+	pub fn subscribe_with_queue(
+		&self,
+		filter: TopicFilter,
+		queue_bytes: usize,
+	) -> Result<Subscription> {
 		if let TopicFilter::MatchAll(topics) = &filter {
 			check_match_all(topics)?;
 		}
 		let _view = self.inner.view.read();
-		let replay = match &filter {
-			TopicFilter::MatchAll(topics) => {
+		// Every stored statement has a lower id, every later one a higher id.
+		let below = {
+			let mut iter = self.inner.db.iter(schema::COL_JOURNAL)?;
+			iter.seek_to_last()?;
+			match iter.prev()? {
+				Some((key, value)) => schema::journal_entry(&key, &value)?.0 + 1,
+				None => 1,
+			}
+		};
+		let total = match &filter {
+			TopicFilter::MatchAll(topics) if !topics.is_empty() => {
 				let mut lists = Vec::new();
 				for topic in topics {
 					lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
 				}
-				if lists.is_empty() {
-					lists.push(self.inner.posting_list(PostingKey::All)?);
-				}
-				let ids = intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>());
-				self.inner.bodies(&ids)?
+				intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()).len()
 			}
 			TopicFilter::MatchAny(topics) => {
 				let mut ids = Vec::new();
@@ -511,14 +569,11 @@ impl Store {
 				}
 				ids.sort_unstable();
 				ids.dedup();
-				self.inner.bodies(&ids)?
+				ids.len()
 			}
-			TopicFilter::Any => {
-				self.inner.bodies(self.inner.posting_list(PostingKey::All)?.ids())?
-			}
+			TopicFilter::Any | TopicFilter::MatchAll(_) => self.len() as usize,
 		};
-		let live = self.inner.subscriptions.add(filter);
-		Ok(Subscription { replay, live })
+		Ok(Subscription::register(self, filter, queue_bytes, below, total as u64))
 	}
 
 	/// Ids of statements carrying all `topics` and encrypted to `key`, or (no key) those
@@ -573,20 +628,35 @@ impl Store {
 }
 
 impl Inner {
-	/// Journal entries after `after`, with bodies; the caller holds the view lock.
-	pub fn journal_since(&self, after: Id, limit: usize) -> Result<Vec<(Id, Hash, Vec<u8>)>> {
-		let mut iter = self.db.iter(schema::COL_JOURNAL)?;
-		iter.seek(&schema::id_key(after.saturating_add(1)))?;
-		let mut out = Vec::new();
-		while out.len() < limit {
-			let Some((key, value)) = iter.next()? else { break };
-			let (id, hash) = schema::journal_entry(&key, &value)?;
-			// Read once (gossip, replay, dump): not worth keeping in the body cache.
-			if let Some(body) = self.body_from_disk(id, Some(&hash))? {
-				out.push((id, hash, body));
+	/// Journal entries after `after` with their bodies, at most `max_count` and, past the
+	/// first, `max_bytes`. Takes the view lock a page of ids at a time (see `paging`).
+	pub fn journal_since(
+		&self,
+		mut after: Id,
+		max_count: usize,
+		max_bytes: usize,
+	) -> Result<StatementsPage> {
+		let mut page = StatementsPage { statements: Vec::new(), next: None };
+		let mut bytes = 0;
+		while page.statements.len() < max_count {
+			let wanted = (max_count - page.statements.len()).min(PAGE_IDS);
+			let ids = self.journal_page(after, Id::MAX, wanted)?;
+			if ids.scanned_to.is_none() {
+				return Ok(page);
+			}
+			let first_free = page.statements.is_empty();
+			let budget = max_bytes.saturating_sub(bytes);
+			let bodies = self.page_bodies(ids, after, budget, first_free)?;
+			after = bodies.cursor;
+			bytes += bodies.bytes;
+			page.statements
+				.extend(bodies.read.into_iter().map(|((id, hash), body)| (id, hash, body)));
+			if !bodies.complete {
+				break;
 			}
 		}
-		Ok(out)
+		page.next = Some(after);
+		Ok(page)
 	}
 
 	/// The posting list for `key`, from the cache or read from disk and cached. The caller
@@ -665,7 +735,7 @@ impl Inner {
 	}
 
 	/// Leave statement `id` out of answers from now on; log it the first time.
-	fn quarantine(&self, id: Id, problem: &str) {
+	pub(crate) fn quarantine(&self, id: Id, problem: &str) {
 		let mut quarantined = self.quarantined.lock();
 		if quarantined.len() >= MAX_QUARANTINED {
 			self.metrics.add_corrupt();
@@ -1042,13 +1112,15 @@ fn load_journal(
 
 impl StatementStore for Store {
 	fn statements(&self) -> statement_primitives::Result<Vec<(Hash, Statement)>> {
-		let _view = self.inner.view.read();
 		let mut out = Vec::new();
-		for (_, hash, body) in self.inner.journal_since(0, usize::MAX)? {
-			if let Ok(statement) = self.inner.decode_body(&body) {
-				out.push((hash, statement));
+		self.walk_statements(|page| {
+			for (_, hash, body) in page {
+				if let Ok(statement) = self.inner.decode_body(&body) {
+					out.push((hash, statement));
+				}
 			}
-		}
+			Ok(())
+		})?;
 		Ok(out)
 	}
 
@@ -1331,6 +1403,46 @@ mod tests {
 			err.to_string().contains(&format!("lacks batches {missing} to {missing}")),
 			"{err}"
 		);
+	}
+
+	#[test]
+	fn a_dump_lets_a_writer_commit_between_its_pages() {
+		use sp_core::Pair;
+		let dir = tempfile::tempdir().unwrap();
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let store = Store::open(Config::new(dir.path()), Arc::new(allowances)).unwrap();
+		let signed = |n: u32| {
+			let mut statement = Statement::new();
+			statement.set_expiry_from_parts(u32::MAX, n);
+			statement.set_plain_data(n.to_le_bytes().to_vec());
+			let mut seed = [7u8; 32];
+			seed[..4].copy_from_slice(&(n % 16).to_le_bytes());
+			statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&seed));
+			statement
+		};
+		for n in 0..(PAGE_IDS as u32 * 2 + 10) {
+			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
+		}
+		let mut pages = 0;
+		store
+			.walk_statements(|_| {
+				pages += 1;
+				if pages == 1 {
+					// Had the walk kept the view lock, this commit would wait for the whole
+					// walk, which waits for it: the receive would time out.
+					let (done, finished) = std::sync::mpsc::channel();
+					let writer = store.clone();
+					std::thread::spawn(move || {
+						let _ = done.send(writer.submit(signed(100_000), StatementSource::Local));
+					});
+					let result = finished.recv_timeout(std::time::Duration::from_secs(60));
+					assert_eq!(result, Ok(SubmitResult::New), "the writer committed mid-walk");
+				}
+				Ok(())
+			})
+			.unwrap();
+		assert!(pages >= 3, "{pages} pages");
 	}
 
 	#[test]

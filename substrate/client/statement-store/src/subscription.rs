@@ -1,53 +1,153 @@
-//! Subscriptions: stored matches first, then every new match exactly once, in commit order.
+//! Subscriptions: stored matches first, then every new match exactly once, in commit order,
+//! in bounded memory.
 //!
-//! New statements are handed to subscribers inside the commit's critical section, and a
-//! subscription takes its replay under the shared view lock, so no statement falls between
-//! the replay and the live stream, and none comes twice.
+//! Ids are handed out in increasing order and never twice. Under the shared view lock a new
+//! subscription notes the id after the newest stored one and registers for the live
+//! stream; commits hand their statements to subscribers inside the exclusive view lock, so
+//! every statement committed before the subscription has a lower id and is replayed, and
+//! every one committed after it has a higher id and is streamed. Replay reads the stored
+//! matches below that id a page at a time as the reader asks (see `paging`); a statement
+//! removed before its page is read is skipped. So no statement falls between the replay and
+//! the live stream, and none comes twice.
+//!
+//! Memory: replay holds one page. The live queue of each subscriber is bounded in bytes (the
+//! bound given to [`crate::Store::subscribe_with_queue`]); a commit that would overflow it
+//! drops the subscriber instead, frees its queue and makes its next read fail with
+//! [`Error::Lagged`], as Substrate closes lagging subscriptions. An encoding queued for many
+//! subscribers is shared, not copied. Dropping a [`Subscription`] forgets it at once.
 
-use crate::schema::Record;
+use crate::{
+	paging::PAGE_IDS,
+	schema::{Id, Record},
+	Error, Result, Store,
+};
 use parking_lot::Mutex;
-use statement_primitives::{Statement, Topic, TopicFilter};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use statement_primitives::{Topic, TopicFilter};
+use std::{
+	collections::VecDeque,
+	sync::{
+		atomic::{AtomicU64, Ordering},
+		Arc,
+	},
+};
+use tokio::sync::Notify;
 
-/// A live subscription: what was stored when it began, then what arrives.
+/// Live-queue bound of [`crate::Store::subscribe`]: 1 MiB of encoded statements.
+pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 1024 * 1024;
+
+/// An encoded statement, shared by every subscriber it is queued for.
+pub type Encoded = Arc<[u8]>;
+
+/// A live subscription: the stored matches, read page by page, then what arrives.
 pub struct Subscription {
-	/// Encodings of the stored statements that matched when the subscription began.
-	pub replay: Vec<Vec<u8>>,
-	/// Encodings of matching statements committed since, in commit order.
-	pub live: UnboundedReceiver<Vec<u8>>,
+	store: Store,
+	id: u64,
+	queue: Arc<Queue>,
+	replay: Option<Replay>,
+	replay_total: u64,
+	largest_page: usize,
+}
+
+/// Where the replay stands: stored matches of `filter` in `(after, below)` are left.
+struct Replay {
+	filter: TopicFilter,
+	after: Id,
+	below: Id,
+}
+
+struct Queue {
+	state: Mutex<QueueState>,
+	ready: Notify,
+	bound: usize,
+}
+
+#[derive(Default)]
+struct QueueState {
+	items: VecDeque<Encoded>,
+	bytes: usize,
+	peak: usize,
+	lagged: bool,
+}
+
+impl Queue {
+	/// Queue `item`, or, if it would take the queue past its bound, empty the queue and mark
+	/// the subscriber lagging. Returns whether the subscriber is still served.
+	fn push(&self, item: &Encoded) -> bool {
+		let mut state = self.state.lock();
+		if !state.items.is_empty() && state.bytes + item.len() > self.bound {
+			state.items = VecDeque::new();
+			state.bytes = 0;
+			state.lagged = true;
+			drop(state);
+			self.ready.notify_one();
+			return false;
+		}
+		state.bytes += item.len();
+		state.peak = state.peak.max(state.bytes);
+		state.items.push_back(item.clone());
+		drop(state);
+		self.ready.notify_one();
+		true
+	}
+
+	/// Queued statements up to `max_bytes` (at least one), or the lag error.
+	fn take(&self, max_bytes: usize) -> Result<Vec<Encoded>> {
+		let mut state = self.state.lock();
+		if state.lagged {
+			return Err(Error::Lagged { queue_bytes: self.bound });
+		}
+		let mut out = Vec::new();
+		let mut bytes = 0;
+		while let Some(item) = state.items.front() {
+			if !out.is_empty() && bytes + item.len() > max_bytes {
+				break;
+			}
+			bytes += item.len();
+			out.extend(state.items.pop_front());
+		}
+		state.bytes -= bytes;
+		Ok(out)
+	}
 }
 
 struct Subscriber {
+	id: u64,
 	filter: TopicFilter,
-	sink: UnboundedSender<Vec<u8>>,
+	queue: Arc<Queue>,
 }
 
 /// The open subscriptions.
 #[derive(Default)]
 pub struct Subscriptions {
 	subscribers: Mutex<Vec<Subscriber>>,
+	next_id: AtomicU64,
 }
 
 impl Subscriptions {
-	/// Register a subscriber; the caller holds the view lock while it also takes the replay.
-	pub fn add(&self, filter: TopicFilter) -> UnboundedReceiver<Vec<u8>> {
-		let (sink, live) = unbounded_channel();
-		self.subscribers.lock().push(Subscriber { filter, sink });
-		live
-	}
-
-	/// Hand newly committed statements to matching subscribers; forget closed ones.
+	/// Hand newly committed statements to matching subscribers; drop those that lag. Called
+	/// while the view lock is held exclusively.
 	pub fn notify<'a>(&self, added: impl Iterator<Item = (&'a Record, &'a Vec<u8>)>) {
 		let mut subscribers = self.subscribers.lock();
 		if subscribers.is_empty() {
 			return;
 		}
 		for (record, encoding) in added {
+			let mut shared: Option<Encoded> = None;
 			subscribers.retain(|subscriber| {
 				if !matches(&subscriber.filter, &record.topics) {
-					return !subscriber.sink.is_closed();
+					return true;
 				}
-				subscriber.sink.send(encoding.clone()).is_ok()
+				let item = shared.get_or_insert_with(|| Arc::from(encoding.as_slice()));
+				let served = subscriber.queue.push(item);
+				if !served {
+					log::debug!(
+						target: "statement-store",
+						"subscription {} lagged past {} queued bytes; dropped",
+						subscriber.id,
+						subscriber.queue.bound
+					);
+				}
+				served
 			});
 		}
 	}
@@ -56,12 +156,168 @@ impl Subscriptions {
 	pub fn len(&self) -> usize {
 		self.subscribers.lock().len()
 	}
+
+	/// Register a subscriber; the caller holds the view lock (shared).
+	fn add(&self, filter: TopicFilter, bound: usize) -> (u64, Arc<Queue>) {
+		let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+		let queue =
+			Arc::new(Queue { state: Mutex::default(), ready: Notify::new(), bound: bound.max(1) });
+		self.subscribers.lock().push(Subscriber { id, filter, queue: queue.clone() });
+		(id, queue)
+	}
+
+	fn remove(&self, id: u64) {
+		self.subscribers.lock().retain(|subscriber| subscriber.id != id);
+	}
 }
 
-fn matches(filter: &TopicFilter, topics: &[Topic]) -> bool {
-	let mut statement = Statement::new();
-	for (index, topic) in topics.iter().enumerate() {
-		statement.set_topic(index, *topic);
+impl Subscription {
+	/// Register for `filter`'s live stream with a queue of at most `queue_bytes`; replay
+	/// covers ids below `below`, `replay_total` matches. The caller holds the view lock.
+	pub(crate) fn register(
+		store: &Store,
+		filter: TopicFilter,
+		queue_bytes: usize,
+		below: Id,
+		replay_total: u64,
+	) -> Subscription {
+		let (id, queue) = store.inner.subscriptions.add(filter.clone(), queue_bytes);
+		Subscription {
+			store: store.clone(),
+			id,
+			queue,
+			replay: Some(Replay { filter, after: 0, below }),
+			replay_total,
+			largest_page: 0,
+		}
 	}
-	filter.matches(&statement)
+
+	/// How many stored statements matched when the subscription began (the replay sends
+	/// fewer if some are removed before their page is read).
+	pub fn replay_total(&self) -> u64 {
+		self.replay_total
+	}
+
+	/// The next page of stored matches, oldest first, at most `max_bytes` (at least one
+	/// statement); `None` once the replay is done. Holds the view lock only while it takes a
+	/// page's ids.
+	pub fn next_replay_page(&mut self, max_bytes: usize) -> Result<Option<Vec<Vec<u8>>>> {
+		let inner = &self.store.inner;
+		while let Some(replay) = &mut self.replay {
+			let ids = inner.filter_page(&replay.filter, replay.after, replay.below, PAGE_IDS)?;
+			if ids.scanned_to.is_none() {
+				self.replay = None;
+				break;
+			}
+			let bodies = inner.page_bodies(ids, replay.after, max_bytes, true)?;
+			replay.after = bodies.cursor;
+			if !bodies.read.is_empty() {
+				self.largest_page = self.largest_page.max(bodies.bytes);
+				return Ok(Some(bodies.read.into_iter().map(|(_, body)| body).collect()));
+			}
+		}
+		Ok(None)
+	}
+
+	/// Statements committed since the subscription began, oldest first, up to `max_bytes`
+	/// (at least one); waits until there is one. [`Error::Lagged`] once the subscriber has
+	/// been dropped for falling behind.
+	pub async fn next_live(&self, max_bytes: usize) -> Result<Vec<Encoded>> {
+		loop {
+			let ready = self.queue.take(max_bytes)?;
+			if !ready.is_empty() {
+				return Ok(ready);
+			}
+			// `notify_one` leaves a permit when nobody waits, so a push between `take` and
+			// here is not missed.
+			self.queue.ready.notified().await;
+		}
+	}
+
+	/// Like [`Subscription::next_live`], without waiting: empty if nothing is queued.
+	pub fn try_next_live(&self, max_bytes: usize) -> Result<Vec<Encoded>> {
+		self.queue.take(max_bytes)
+	}
+
+	/// Whether the subscriber was dropped for falling behind.
+	pub fn is_lagged(&self) -> bool {
+		self.queue.state.lock().lagged
+	}
+
+	/// [`Error::Lagged`] if the subscriber was dropped for falling behind.
+	pub fn check(&self) -> Result<()> {
+		match self.is_lagged() {
+			true => Err(Error::Lagged { queue_bytes: self.queue.bound }),
+			false => Ok(()),
+		}
+	}
+
+	/// The most encoded bytes this subscription held at once: its fullest live queue, or its
+	/// largest replay page.
+	pub fn peak_buffered_bytes(&self) -> usize {
+		self.queue.state.lock().peak.max(self.largest_page)
+	}
+}
+
+impl Drop for Subscription {
+	fn drop(&mut self) {
+		self.store.inner.subscriptions.remove(self.id);
+	}
+}
+
+/// Whether a statement with `topics` matches `filter`.
+fn matches(filter: &TopicFilter, topics: &[Topic]) -> bool {
+	match filter {
+		TopicFilter::Any => true,
+		TopicFilter::MatchAll(wanted) => wanted.iter().all(|topic| topics.contains(topic)),
+		TopicFilter::MatchAny(wanted) => wanted.iter().any(|topic| topics.contains(topic)),
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	fn queue(bound: usize) -> Queue {
+		Queue { state: Mutex::default(), ready: Notify::new(), bound }
+	}
+
+	#[test]
+	fn a_queue_past_its_bound_is_emptied_and_reports_the_lag() {
+		let queue = queue(10);
+		let item: Encoded = Arc::from(vec![0u8; 4]);
+		assert!(queue.push(&item) && queue.push(&item));
+		assert!(!queue.push(&item), "12 bytes do not fit in 10");
+		assert!(queue.state.lock().items.is_empty(), "the queue is freed");
+		assert!(matches!(queue.take(100), Err(Error::Lagged { queue_bytes: 10 })));
+	}
+
+	#[test]
+	fn one_statement_larger_than_the_bound_still_fits_an_empty_queue() {
+		let queue = queue(10);
+		assert!(queue.push(&Arc::from(vec![0u8; 50])));
+		assert_eq!(queue.take(1).unwrap().len(), 1);
+	}
+
+	#[test]
+	fn take_stops_at_max_bytes_but_always_returns_one() {
+		let queue = queue(100);
+		for n in 0..5u8 {
+			queue.push(&Arc::from(vec![n; 10]));
+		}
+		assert_eq!(queue.take(25).unwrap().len(), 2);
+		assert_eq!(queue.take(1).unwrap().len(), 1);
+		assert_eq!(queue.state.lock().bytes, 20);
+	}
+
+	#[test]
+	fn filters_match_on_topics_alone() {
+		let (a, b, c) = (Topic([1; 32]), Topic([2; 32]), Topic([3; 32]));
+		assert!(matches(&TopicFilter::Any, &[]));
+		assert!(matches(&TopicFilter::MatchAll(vec![a, b]), &[b, c, a]));
+		assert!(!matches(&TopicFilter::MatchAll(vec![a, b]), &[a]));
+		assert!(matches(&TopicFilter::MatchAll(vec![]), &[a]));
+		assert!(matches(&TopicFilter::MatchAny(vec![c, b]), &[b]));
+		assert!(!matches(&TopicFilter::MatchAny(vec![]), &[a]));
+	}
 }

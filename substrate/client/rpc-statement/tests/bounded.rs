@@ -1,0 +1,139 @@
+//! The RPC methods in process: lagging subscribers are dropped with an error, dumps too large
+//! for one response point to the paged method, and the paged dump returns everything once.
+
+use jsonrpsee::{MethodsError, RpcModule};
+use serde_json::{json, Value};
+use sp_core::{ed25519, Pair};
+use statement_primitives::{
+	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult,
+};
+use statement_rpc::StatementRpc;
+use statement_store::{Config, MapAllowances, Store};
+use std::{
+	collections::HashSet,
+	sync::Arc,
+	time::{Duration, Instant},
+};
+
+/// A directory under the system's temporary directory, removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+	fn new(name: &str) -> TempDir {
+		let path = std::env::temp_dir().join(format!(
+			"statement-rpc-{name}-{}-{:?}",
+			std::process::id(),
+			Instant::now()
+		));
+		TempDir(path)
+	}
+}
+
+impl Drop for TempDir {
+	fn drop(&mut self) {
+		let _ = std::fs::remove_dir_all(&self.0);
+	}
+}
+
+fn open(dir: &TempDir) -> Store {
+	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
+	let mut config = Config::new(&dir.0);
+	config.sync_wal = false;
+	Store::open(config, Arc::new(allowances)).unwrap()
+}
+
+fn numbered(n: u32, size: usize) -> Statement {
+	let mut statement = Statement::new();
+	statement.set_expiry_from_parts(u32::MAX, n);
+	let mut data = vec![0u8; size];
+	data[..4].copy_from_slice(&n.to_le_bytes());
+	statement.set_plain_data(data);
+	let mut seed = [3u8; 32];
+	seed[..4].copy_from_slice(&(n % 8).to_le_bytes());
+	statement.sign_ed25519_private(&ed25519::Pair::from_seed(&seed));
+	statement
+}
+
+fn hex(bytes: &[u8]) -> String {
+	format!("0x{}", bytes.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() {
+	let dir = TempDir::new("lag");
+	let store = open(&dir);
+	let module: RpcModule<StatementRpc> =
+		StatementRpc::new(store.clone(), true).with_subscriber_queue_bytes(16 * 1024).into_module();
+	// A client whose buffer holds four notifications, and which never reads.
+	let mut subscription =
+		module.subscribe("statement_subscribeStatement", vec![json!("any")], 4).await.unwrap();
+	assert_eq!(store.metrics().subscriptions, 1);
+	let deadline = Instant::now() + Duration::from_secs(60);
+	let mut n = 0;
+	while store.metrics().subscriptions != 0 {
+		assert!(Instant::now() < deadline, "still subscribed after {n} statements");
+		assert_eq!(store.submit(numbered(n, 1000), StatementSource::Local), SubmitResult::New);
+		n += 1;
+		if n % 50 == 0 {
+			tokio::time::sleep(Duration::from_millis(10)).await;
+		}
+	}
+	assert!(n < 1000, "dropped after about 16 KiB plus what the client holds, not {n} statements");
+	// The client gets what was in its buffer, then the subscription ends.
+	let mut received = 0;
+	while let Some(item) =
+		tokio::time::timeout(Duration::from_secs(30), subscription.next::<Value>())
+			.await
+			.expect("the subscription ends")
+	{
+		item.unwrap();
+		received += 1;
+	}
+	assert!(received <= 5, "{received} notifications");
+}
+
+#[tokio::test]
+async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
+	let dir = TempDir::new("dump");
+	let store = open(&dir);
+	let expected: HashSet<String> = (0..300)
+		.map(|n| {
+			let statement = numbered(n, 1000);
+			store.submit(statement.clone(), StatementSource::Local);
+			hex(&statement.encode())
+		})
+		.collect();
+	// Room for about 70 statements in one answer.
+	let module =
+		StatementRpc::new(store.clone(), true).with_max_response_bytes(200 * 1024).into_module();
+	let err = module.call::<_, Value>("statement_dump", Vec::<Value>::new()).await.unwrap_err();
+	let MethodsError::JsonRpc(err) = err else { panic!("expected a JSON-RPC error, got {err}") };
+	assert_eq!(err.code(), statement_rpc::RESPONSE_TOO_LARGE_CODE);
+	assert!(err.message().contains("page through it with statement_dumpPage"), "{}", err.message());
+
+	let mut seen = Vec::new();
+	let mut cursor = Value::Null;
+	let mut pages = 0;
+	loop {
+		let page: Value =
+			module.call("statement_dumpPage", vec![cursor.clone(), json!(50)]).await.unwrap();
+		let statements = page["statements"].as_array().unwrap();
+		assert!(statements.len() <= 50);
+		seen.extend(statements.iter().map(|s| s.as_str().unwrap().to_string()));
+		pages += 1;
+		cursor = page["next"].clone();
+		if cursor.is_null() {
+			break;
+		}
+	}
+	assert!(pages >= 6, "{pages} pages");
+	assert_eq!(seen.len(), expected.len(), "each statement once");
+	assert_eq!(seen.into_iter().collect::<HashSet<_>>(), expected);
+
+	let small = StatementRpc::new(store, true).into_module();
+	let all: Vec<String> = small.call("statement_dump", Vec::<Value>::new()).await.unwrap();
+	assert_eq!(all.len(), 300, "a dump that fits is answered whole");
+	let page: Value = small.call("statement_dumpPage", vec![Value::Null]).await.unwrap();
+	assert_eq!(page["statements"].as_array().unwrap().len(), 300);
+	assert_eq!(page["next"], json!(null));
+}

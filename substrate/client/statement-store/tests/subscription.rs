@@ -1,0 +1,204 @@
+//! Subscriptions and dumps in bounded memory: paged replay, bounded live queues that drop a
+//! lagging subscriber, nothing missed or repeated across replay and live, paged dumps.
+
+mod common;
+
+use common::*;
+use statement_primitives::{Hash, StatementSource, StatementStore, SubmitResult, TopicFilter};
+use statement_store::{Error, Subscription};
+use std::collections::HashSet;
+
+const LOCAL: StatementSource = StatementSource::Local;
+
+/// Statement `n` of a run: its own signer, topics `n % 3` and `10 + n % 2`, `size` data bytes.
+fn numbered(n: u32, size: usize) -> statement_primitives::Statement {
+	let mut data = vec![0u8; size.max(4)];
+	data[..4].copy_from_slice(&n.to_le_bytes());
+	statement(&Spec {
+		signer: n % 50,
+		expires_in: 3600,
+		sequence: n,
+		topics: vec![n % 3, 10 + n % 2],
+		data,
+		..Spec::default()
+	})
+}
+
+fn submit_all(store: &statement_store::Store, from: u32, to: u32, size: usize) -> Vec<Hash> {
+	(from..to)
+		.map(|n| {
+			let statement = numbered(n, size);
+			assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
+			statement.hash()
+		})
+		.collect()
+}
+
+fn replay_pages(subscription: &mut Subscription, max_bytes: usize) -> Vec<Vec<Vec<u8>>> {
+	let mut pages = Vec::new();
+	while let Some(page) = subscription.next_replay_page(max_bytes).unwrap() {
+		pages.push(page);
+	}
+	pages
+}
+
+fn hash_of(encoding: &[u8]) -> Hash {
+	statement_primitives::hash_encoded(encoding)
+}
+
+#[test]
+fn a_subscriber_that_never_reads_is_dropped_past_its_queue_bound_and_forgotten() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path(), &TestClock::new());
+	let subscription = store.subscribe_with_queue(TopicFilter::Any, 8 * 1024).unwrap();
+	assert_eq!(store.metrics().subscriptions, 1);
+	// About 60 KiB of statements, never read.
+	submit_all(&store, 0, 120, 500);
+	assert_eq!(store.metrics().subscriptions, 0, "the store forgot the lagging subscriber");
+	assert!(subscription.is_lagged());
+	assert!(matches!(subscription.try_next_live(usize::MAX), Err(Error::Lagged { .. })));
+	assert!(
+		subscription.peak_buffered_bytes() <= 8 * 1024,
+		"{}",
+		subscription.peak_buffered_bytes()
+	);
+	// Others are still served.
+	let reader = store.subscribe_with_queue(TopicFilter::Any, 8 * 1024).unwrap();
+	submit_all(&store, 120, 121, 500);
+	assert_eq!(reader.try_next_live(usize::MAX).unwrap().len(), 1);
+}
+
+#[test]
+fn dropping_a_subscription_forgets_it_at_once() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path(), &TestClock::new());
+	let subscription = store.subscribe(TopicFilter::Any).unwrap();
+	let other = store.subscribe(TopicFilter::MatchAll(vec![topic(1)])).unwrap();
+	assert_eq!(store.metrics().subscriptions, 2);
+	drop(subscription);
+	assert_eq!(store.metrics().subscriptions, 1, "forgotten before any commit");
+	drop(other);
+	assert_eq!(store.metrics().subscriptions, 0);
+}
+
+#[test]
+fn a_replay_larger_than_the_queue_bound_comes_in_pages_of_bounded_size() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path(), &TestClock::new());
+	// About 300 KiB stored; each encoding is a little over 1,000 bytes.
+	let hashes = submit_all(&store, 0, 300, 1000);
+	let page_bytes = 8 * 1024;
+	for (filter, expected) in [
+		(TopicFilter::Any, 300),
+		(TopicFilter::MatchAll(vec![]), 300),
+		(TopicFilter::MatchAll(vec![topic(1), topic(10)]), 50),
+		(TopicFilter::MatchAny(vec![topic(0), topic(11)]), 200),
+	] {
+		let mut subscription = store.subscribe_with_queue(filter.clone(), 16 * 1024).unwrap();
+		assert_eq!(subscription.replay_total(), expected, "{filter:?}");
+		let pages = replay_pages(&mut subscription, page_bytes);
+		assert!(pages.len() >= expected as usize * 1000 / page_bytes, "{filter:?}: paged");
+		for page in &pages {
+			assert!(page.iter().map(Vec::len).sum::<usize>() <= page_bytes, "{filter:?}");
+		}
+		assert!(subscription.peak_buffered_bytes() <= page_bytes, "{filter:?}");
+		let replayed: Vec<Hash> = pages.iter().flatten().map(|body| hash_of(body)).collect();
+		let wanted: Vec<Hash> = hashes
+			.iter()
+			.enumerate()
+			.filter(|(n, _)| match &filter {
+				TopicFilter::MatchAll(topics) if !topics.is_empty() => n % 3 == 1 && n % 2 == 0,
+				TopicFilter::MatchAny(_) => n % 3 == 0 || n % 2 == 1,
+				_ => true,
+			})
+			.map(|(_, hash)| *hash)
+			.collect();
+		assert_eq!(replayed, wanted, "{filter:?}: every match once, in admission order");
+	}
+}
+
+#[test]
+fn a_statement_removed_before_its_replay_page_is_skipped() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path(), &TestClock::new());
+	let hashes = submit_all(&store, 0, 40, 100);
+	let mut subscription = store.subscribe(TopicFilter::Any).unwrap();
+	let first = subscription.next_replay_page(1).unwrap().unwrap();
+	assert_eq!(first.len(), 1);
+	store.remove(&hashes[1]).unwrap();
+	let mut replayed: Vec<Hash> = first.iter().map(|body| hash_of(body)).collect();
+	replayed.extend(replay_pages(&mut subscription, 1).iter().flatten().map(|body| hash_of(body)));
+	let mut expected = hashes.clone();
+	expected.remove(1);
+	assert_eq!(replayed, expected);
+}
+
+#[test]
+fn no_statement_is_missed_or_repeated_across_replay_and_live_under_concurrent_submits() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path(), &TestClock::new());
+	submit_all(&store, 0, 300, 64);
+	let writer = {
+		let store = store.clone();
+		std::thread::spawn(move || submit_all(&store, 300, 1500, 64))
+	};
+	// Subscribe while the writer commits, then replay in small pages while it goes on.
+	while store.len() < 600 {
+		std::thread::yield_now();
+	}
+	let mut any = store.subscribe(TopicFilter::Any).unwrap();
+	let mut some = store.subscribe(TopicFilter::MatchAny(vec![topic(2), topic(11)])).unwrap();
+	let mut seen_any: Vec<Hash> = Vec::new();
+	let mut seen_some: Vec<Hash> = Vec::new();
+	while let Some(page) = any.next_replay_page(2048).unwrap() {
+		seen_any.extend(page.iter().map(|body| hash_of(body)));
+	}
+	while let Some(page) = some.next_replay_page(2048).unwrap() {
+		seen_some.extend(page.iter().map(|body| hash_of(body)));
+	}
+	let mut all = (0..300).map(|n| numbered(n, 64).hash()).collect::<Vec<_>>();
+	all.extend(writer.join().unwrap());
+	for item in any.try_next_live(usize::MAX).unwrap() {
+		seen_any.push(hash_of(&item));
+	}
+	for item in some.try_next_live(usize::MAX).unwrap() {
+		seen_some.push(hash_of(&item));
+	}
+	assert_eq!(seen_any.len(), all.len(), "nothing repeated, nothing missed");
+	assert_eq!(seen_any.iter().collect::<HashSet<_>>(), all.iter().collect::<HashSet<_>>());
+	let wanted: Vec<Hash> = all
+		.iter()
+		.enumerate()
+		.filter(|(n, _)| n % 3 == 2 || n % 2 == 1)
+		.map(|(_, hash)| *hash)
+		.collect();
+	assert_eq!(seen_some.len(), wanted.len());
+	assert_eq!(seen_some.iter().collect::<HashSet<_>>(), wanted.iter().collect::<HashSet<_>>());
+}
+
+#[test]
+fn dump_pages_return_every_statement_once_while_writers_commit_between_pages() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path(), &TestClock::new());
+	let before = submit_all(&store, 0, 700, 100);
+	let mut seen: Vec<Hash> = Vec::new();
+	let mut after = 0;
+	let mut extra = 700;
+	loop {
+		let page = store.statements_page(after, 64, 4096).unwrap();
+		assert!(page.statements.len() <= 64);
+		assert!(page.statements.iter().map(|(_, _, body)| body.len()).sum::<usize>() <= 4096);
+		seen.extend(page.statements.iter().map(|(_, hash, _)| *hash));
+		// A writer commits between pages: the walk holds no lock here.
+		submit_all(&store, extra, extra + 1, 100);
+		extra += 1;
+		match page.next {
+			Some(next) => after = next,
+			None => break,
+		}
+	}
+	let unique: HashSet<_> = seen.iter().collect();
+	assert_eq!(unique.len(), seen.len(), "no statement twice");
+	assert!(before.iter().all(|hash| unique.contains(hash)), "every stored statement once");
+	assert_eq!(store.statements().unwrap().len(), 700 + (extra - 700) as usize);
+}
