@@ -8,7 +8,6 @@ use crate::{
 use statement_store::{Config, Error as StoreError, Store};
 use std::{
 	net::{IpAddr, Ipv4Addr, SocketAddr},
-	path::PathBuf,
 	sync::Arc,
 	time::{Duration, SystemTime},
 };

@@ -165,14 +165,11 @@ impl IntentRead {
 	/// The first run of batches after `held` that no intact record holds, if a later one
 	/// does: `(first, last)` missing.
 	pub fn gap_after(&self, held: u64) -> Option<(u64, u64)> {
-		let mut expected = held + 1;
-		for (seq, _) in self.records.iter().filter(|(seq, _)| *seq > held) {
-			if *seq != expected {
-				return Some((expected, seq - 1));
-			}
-			expected += 1;
-		}
-		None
+		let newer = self.records.iter().filter(|(seq, _)| *seq > held);
+		(held + 1..)
+			.zip(newer)
+			.find(|(expected, (seq, _))| seq != expected)
+			.map(|(expected, (seq, _))| (expected, seq - 1))
 	}
 }
 
