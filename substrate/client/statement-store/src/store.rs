@@ -607,18 +607,34 @@ impl Store {
 		topics: &[Topic],
 		mut map: impl FnMut(Vec<u8>, Statement) -> Option<T>,
 	) -> Result<Vec<T>> {
-		let _view = self.inner.view.read();
-		let ids = self.match_all(key, topics)?;
-		let mut out = Vec::with_capacity(ids.len());
-		for body in self.inner.bodies(&ids)? {
-			// Checked against its hash when read from disk, so this only fails for a statement
-			// written by a build with another notion of validity; it is left out like damage.
-			let Ok(statement) = self.inner.decode_body(&body) else { continue };
-			if let Some(item) = map(body, statement) {
-				out.push(item);
+		crate::error::catch_db_panic(|| {
+			let _view = self.inner.view.read();
+			let ids = self.match_all(key, topics)?;
+			let mut out = Vec::with_capacity(ids.len());
+			for body in self.inner.bodies(&ids)? {
+				// Checked against its hash when read from disk, so this only fails for a
+				// statement written by a build with another notion of validity: left out.
+				let Ok(statement) = self.inner.decode_body(&body) else { continue };
+				if let Some(item) = map(body, statement) {
+					out.push(item);
+				}
 			}
-		}
-		Ok(out)
+			Ok(out)
+		})
+	}
+
+	/// The stored statement with this hash, its body checked against the hash.
+	fn stored_statement(&self, hash: &Hash) -> Result<Option<Statement>> {
+		let _view = self.inner.view.read();
+		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
+		let body = match self.inner.bodies.get(record.id) {
+			Some(body) => body.to_vec(),
+			None => match self.inner.body_from_disk(record.id, Some(hash))? {
+				Some(body) => body,
+				None => return Ok(None),
+			},
+		};
+		Ok(self.inner.decode_body(&body).ok())
 	}
 
 	fn decrypt(&self, dest: &DecryptionKey, statement: &Statement) -> Option<Vec<u8>> {
@@ -1128,16 +1144,7 @@ impl StatementStore for Store {
 		if !self.inner.membership.contains(hash) {
 			return Ok(None);
 		}
-		let _view = self.inner.view.read();
-		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
-		let body = match self.inner.bodies.get(record.id) {
-			Some(body) => body.to_vec(),
-			None => match self.inner.body_from_disk(record.id, Some(hash))? {
-				Some(body) => body,
-				None => return Ok(None),
-			},
-		};
-		Ok(self.inner.decode_body(&body).ok())
+		Ok(crate::error::catch_db_panic(|| self.stored_statement(hash))?)
 	}
 
 	fn has_statement(&self, hash: &Hash) -> bool {

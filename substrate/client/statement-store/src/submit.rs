@@ -24,7 +24,8 @@ impl Store {
 		statement: Statement,
 		source: StatementSource,
 	) -> SubmitResult {
-		let result = self.try_submit(statement, source).unwrap_or_else(|err| {
+		let submitted = crate::error::catch_db_panic(|| self.try_submit(statement, source));
+		let result = submitted.unwrap_or_else(|err| {
 			log::warn!(target: "statement-store", "submit failed: {err}");
 			SubmitResult::InternalError(err.into())
 		});
