@@ -1,0 +1,47 @@
+//! `statement-node check-db` and `repair` on a real node's database.
+
+mod common;
+
+use common::Node;
+use jsonrpsee::{core::client::ClientT, http_client::HttpClientBuilder, rpc_params};
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn node_command(args: &[&str]) -> Output {
+	Command::new(env!("CARGO_BIN_EXE_statement-node")).args(args).output().unwrap()
+}
+
+/// A signed statement from the `sign` subcommand, as `0x`-hex.
+fn signed(data: &str) -> String {
+	let out = node_command(&["sign", "--suri", "//Alice", "--topic", "check", "--data", data]);
+	assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+	String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[tokio::test]
+async fn check_db_passes_a_sound_database_and_repair_rebuilds_it() {
+	let base = tempfile::tempdir().unwrap();
+	let base_path = base.path().to_str().unwrap();
+	let node = Node::start(&["--chain", "dev", "-d", base_path, "--no-prometheus"]);
+	let client = HttpClientBuilder::default().build(node.http()).unwrap();
+	for n in 0..5 {
+		let result: Value =
+			client.request("statement_submit", rpc_params![signed(&format!("n{n}"))]).await.unwrap();
+		assert_eq!(result["status"], "new");
+	}
+	assert!(node.stop().success());
+
+	let check = node_command(&["check-db", "--chain", "dev", "-d", base_path]);
+	let stdout = String::from_utf8_lossy(&check.stdout);
+	assert!(check.status.success(), "{stdout}{}", String::from_utf8_lossy(&check.stderr));
+	assert!(stdout.contains("5 statements, no problems"), "{stdout}");
+
+	let repair = node_command(&["repair", "--chain", "dev", "-d", base_path]);
+	let stdout = String::from_utf8_lossy(&repair.stdout);
+	assert!(repair.status.success(), "{stdout}{}", String::from_utf8_lossy(&repair.stderr));
+	assert!(stdout.contains("rebuilt with 5 statements; 0 left out"), "{stdout}");
+
+	let missing = node_command(&["check-db", "--chain", "dev", "-d", "/nonexistent-base"]);
+	assert!(!missing.status.success());
+	assert!(String::from_utf8_lossy(&missing.stderr).contains("no statement database at"));
+}
