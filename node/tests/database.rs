@@ -25,8 +25,10 @@ async fn check_db_passes_a_sound_database_and_repair_rebuilds_it() {
 	let node = Node::start(&["--chain", "dev", "-d", base_path, "--no-prometheus"]);
 	let client = HttpClientBuilder::default().build(node.http()).unwrap();
 	for n in 0..5 {
-		let result: Value =
-			client.request("statement_submit", rpc_params![signed(&format!("n{n}"))]).await.unwrap();
+		let result: Value = client
+			.request("statement_submit", rpc_params![signed(&format!("n{n}"))])
+			.await
+			.unwrap();
 		assert_eq!(result["status"], "new");
 	}
 	assert!(node.stop().success());
