@@ -4,10 +4,10 @@
 //! sees half of it.
 
 use crate::{
+	intent::Step,
 	posting::{decode_segment, encode_segment, segment_base},
 	schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
-	wal::Step,
 	Error, Result,
 };
 use codec::Encode;
@@ -205,7 +205,7 @@ impl<'a> Batch<'a> {
 	}
 
 	/// Redo a batch read from the intent log, under its original sequence number. The caller
-	/// drains the processor before relying on it.
+	/// checkpoints before relying on it.
 	pub fn commit_replayed(self, seq: u64) -> Result<Counters> {
 		self.commit_as(Some(seq))
 	}
@@ -329,7 +329,7 @@ impl<'a> Batch<'a> {
 
 		let view = inner.view.write();
 		inner.db.stage(self.ops);
-		inner.processor.staged(seq);
+		inner.writeback.staged(seq);
 		if let Some(removals) = removals {
 			inner.removals.store(removals, std::sync::atomic::Ordering::Release);
 		}
@@ -354,10 +354,10 @@ impl<'a> Batch<'a> {
 			.notify(self.added.iter().map(|(_, record, encoding)| (record, encoding)));
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
 		drop(view);
-		if replayed.is_none() && inner.processor.backlogged() {
+		if replayed.is_none() && inner.writeback.backlogged() {
 			// The batch is durable and published: a failed hand-over here must not fail it
 			// (the caller would give its ids out again). The background thread retries.
-			if let Err(err) = inner.processor.drain() {
+			if let Err(err) = inner.writeback.drain() {
 				log::warn!(target: "statement-store", "handing changes to the database failed: {err}");
 			}
 		}
@@ -414,7 +414,7 @@ mod tests {
 			assert!(found(&store, n).is_empty(), "statement {n} must not answer with 6's data");
 		}
 		// Nothing of the failed ones reached parity-db either, so no crash can bring them back.
-		store.inner.processor.checkpoint().unwrap();
+		store.inner.writeback.checkpoint().unwrap();
 		for n in 1..=5 {
 			let hash = signed(n).hash();
 			assert_eq!(store.inner.db.raw().get(crate::schema::COL_HASH, &hash).unwrap(), None);

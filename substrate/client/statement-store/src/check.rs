@@ -69,7 +69,7 @@ pub fn check(config: Config) -> Result<CheckReport> {
 
 fn check_open(store: &Store) -> Result<CheckReport> {
 	let inner = &store.inner;
-	inner.processor.checkpoint()?;
+	inner.writeback.checkpoint()?;
 	let db = inner.db.raw();
 	let mut report = CheckReport::default();
 	let mut ids = Vec::new();
@@ -387,7 +387,7 @@ mod tests {
 			&db.get(schema::COL_HASH, &signed(7).hash()).unwrap().unwrap(),
 		)
 		.unwrap();
-		crate::wal::commit(
+		crate::writeback::commit(
 			&db,
 			vec![
 				(

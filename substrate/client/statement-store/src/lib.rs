@@ -66,6 +66,7 @@ mod check;
 mod config;
 mod disk;
 mod error;
+mod intent;
 mod limit;
 mod maintenance;
 mod membership;
@@ -78,7 +79,7 @@ mod store;
 mod submit;
 mod subscription;
 mod view;
-mod wal;
+mod writeback;
 
 pub use allowance::{AllowanceProvider, MapAllowances};
 #[cfg(feature = "chain")]

@@ -71,7 +71,7 @@ pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 	let mut options = Options::with_columns(path, COLUMNS);
 	options.sync_wal = sync_wal;
 	options.stats = false;
-	// The store drives parity-db's log from its own thread (see `wal`), so that it knows
+	// The store drives parity-db's log from its own thread (see `writeback`), so that it knows
 	// which intent-log batches parity-db has written.
 	options.with_background_thread = false;
 	for (index, column) in options.columns.iter_mut().enumerate() {

@@ -5,7 +5,7 @@
 //! every column) and rewrites every btree node and posting segment a commit touches. A submit
 //! stream produces one small batch after another that touch the same few segments, counters
 //! and the rightmost leaves of the journal and expiry btrees. So batches are not committed one
-//! by one: each is *staged* here (durable already through the intent log, see `wal`), and the
+//! by one: each is *staged* here (durable already through the intent log, see `intent`), and the
 //! background thread hands everything staged to parity-db as one commit, in which a key
 //! written by many batches is written once with its newest value.
 //!

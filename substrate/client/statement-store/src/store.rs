@@ -4,6 +4,7 @@ use crate::{
 	bodies::BodyCache,
 	cache::PostingCache,
 	disk::DiskGuard,
+	intent::{self, IntentLog},
 	membership::{Membership, SnapshotTag},
 	metrics::{Metrics, MetricsSnapshot},
 	paging::PAGE_IDS,
@@ -12,7 +13,7 @@ use crate::{
 	staging::Database,
 	subscription::{Subscription, Subscriptions, DEFAULT_SUBSCRIBER_QUEUE_BYTES},
 	view::ViewLock,
-	wal::{self, IntentLog, LogApplier, Processor},
+	writeback::{self, Writeback, WritebackThreads},
 	AllowanceProvider, Config, Error, Result,
 };
 use codec::Encode;
@@ -26,8 +27,9 @@ use std::sync::{
 	Arc,
 };
 
-/// How often logged commits are applied to parity-db's tables.
-const LOG_APPLY_PERIOD: std::time::Duration = std::time::Duration::from_millis(50);
+/// How often the writeback drains staged batches into parity-db's log (checkpoints, which
+/// apply that log to the tables, run at their own pace: see `writeback`).
+const DRAIN_PERIOD: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A statement store backed by parity-db. Cheap to clone; clones share one store.
 ///
@@ -40,13 +42,13 @@ pub struct Store {
 
 pub(crate) struct Inner {
 	/// Stopped first when the store closes, so that the last checkpoint runs alone.
-	log_applier: LogApplier,
+	threads: WritebackThreads,
 	/// parity-db with the batches not yet handed to it (see `staging`).
 	pub db: Arc<Database>,
-	/// The redo log every acknowledged batch is appended to (see `wal`).
+	/// The redo log every acknowledged batch is appended to (see `intent`).
 	pub intent: Arc<IntentLog>,
-	/// Writes queued commits to parity-db's log.
-	pub processor: Arc<Processor>,
+	/// Moves staged batches into parity-db (see `writeback`).
+	pub writeback: Arc<Writeback>,
 	/// Free disk space, measured by the drain thread; submits are refused while it is low.
 	pub disk: Arc<DiskGuard>,
 	pub config: Config,
@@ -118,7 +120,13 @@ impl Inner {
 	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
 	/// and make parity-db hold them durably before the store is used. `tolerant` (after a
 	/// gap the operator chose to skip) lets a step that no longer applies pass.
-	fn redo(&self, intents: Vec<wal::Intent>, held: u64, tolerant: bool, path: &str) -> Result<()> {
+	fn redo(
+		&self,
+		intents: Vec<intent::Intent>,
+		held: u64,
+		tolerant: bool,
+		path: &str,
+	) -> Result<()> {
 		let pending: Vec<_> = intents.into_iter().filter(|(seq, _)| *seq > held).collect();
 		if pending.is_empty() {
 			return Ok(());
@@ -135,14 +143,14 @@ impl Inner {
 		}
 		drop(counters);
 		// The old intent files go next: make parity-db hold the batches durably.
-		self.processor.checkpoint()
+		self.writeback.checkpoint()
 	}
 }
 
 impl Drop for Inner {
 	fn drop(&mut self) {
-		self.log_applier.stop();
-		if let Err(err) = self.processor.checkpoint() {
+		self.threads.stop();
+		if let Err(err) = self.writeback.checkpoint() {
 			log::warn!(target: "statement-store", "writing the last commits failed: {err}");
 		} else {
 			// parity-db now holds everything appended: the intent files are not needed.
@@ -210,7 +218,7 @@ impl Store {
 		let counters = read_schema(&db, &shown, config.sync_wal)?;
 		// Read before anything else changes, so that a gap refuses the open untouched.
 		let intent_seq = meta_position(&db, schema::KEY_INTENT)?;
-		let mut intents = wal::read_intents(&path)?;
+		let mut intents = intent::read_intents(&path)?;
 		let gap = check_intents(&intents, intent_seq, config.skip_intent_gaps, &shown)?;
 		let removals = meta_position(&db, schema::KEY_REMOVALS)?;
 		let tag = snapshot_tag(&db, &counters, removals, &shown)?;
@@ -319,18 +327,18 @@ impl Store {
 		let next_seq = intents.records.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
 		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
 		let db = Arc::new(Database::new(db));
-		let processor = Arc::new(Processor::new(db.clone(), intent.clone(), &config));
+		let writeback = Arc::new(Writeback::new(db.clone(), intent.clone(), &config));
 		let writer = Arc::new(Mutex::new(counters));
 		let disk = Arc::new(DiskGuard::new(path.clone(), config.min_free_bytes));
-		let log_applier = LogApplier::start(processor.clone(), disk.clone(), LOG_APPLY_PERIOD)
+		let threads = WritebackThreads::start(writeback.clone(), disk.clone(), DRAIN_PERIOD)
 			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
 		let inner = Inner {
-			log_applier,
+			threads,
 			cache: PostingCache::new(config.cache_bytes),
 			bodies: BodyCache::new(config.body_cache_bytes),
 			db,
 			intent,
-			processor,
+			writeback,
 			disk,
 			config,
 			view: ViewLock::default(),
@@ -419,7 +427,7 @@ impl Store {
 			let counters = inner.writer.lock();
 			// The snapshot may only cover batches parity-db holds: after a crash the intent
 			// log redoes the others, and would add them a second time.
-			inner.processor.drain()?;
+			inner.writeback.drain()?;
 			let removals = inner.removals.load(Ordering::Acquire);
 			let tag = snapshot_tag(inner.db.raw(), &counters, removals, &shown)?;
 			(inner.membership.copy(), tag)
@@ -853,7 +861,7 @@ fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 			}
 			// Id 0 is never given out, so "after 0" means "from the start".
 			let counters = Counters { next_id: 1, ..Counters::default() };
-			wal::commit(
+			writeback::commit(
 				db,
 				[
 					(
@@ -913,7 +921,7 @@ fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) -> Result<(
 			ops.push((schema::COL_POSTING, key, Some(encode_segment(chunk))));
 		}
 		ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(2u32.encode())));
-		wal::commit(db, ops, sync)?;
+		writeback::commit(db, ops, sync)?;
 		log::info!(
 			target: "statement-store",
 			"{path}: upgraded to schema 2 in {:?} ({} statements with a key)",
@@ -927,7 +935,7 @@ fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) -> Result<(
 /// Log what reading the intent log found; refuse a gap in its sequence numbers after
 /// `held` (the newest batch the database holds) unless `skip` says to go on. Returns whether
 /// a gap is being skipped.
-fn check_intents(intents: &wal::IntentRead, held: u64, skip: bool, path: &str) -> Result<bool> {
+fn check_intents(intents: &intent::IntentRead, held: u64, skip: bool, path: &str) -> Result<bool> {
 	let last_file = intents.files.last();
 	for (file, at, len) in &intents.damaged {
 		let at_end = Some(file) == last_file
@@ -1227,7 +1235,7 @@ mod tests {
 	/// Write raw values into a closed store's database, as a newer build or a corruption would.
 	fn poke(path: &std::path::Path, ops: Vec<(u8, Vec<u8>, Option<Vec<u8>>)>) {
 		let db = parity_db::Db::open(&schema::db_options(path, false)).unwrap();
-		wal::commit(&db, ops, false).unwrap();
+		writeback::commit(&db, ops, false).unwrap();
 	}
 
 	fn signed(n: u8, key: Option<u8>) -> Statement {
@@ -1298,7 +1306,7 @@ mod tests {
 		legacy_key.extend_from_slice(&0u64.to_be_bytes());
 		ops.push((schema::COL_POSTING, legacy_key, Some(encode_segment(&no_key))));
 		ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(1u32.encode())));
-		wal::commit(&db, ops, false).unwrap();
+		writeback::commit(&db, ops, false).unwrap();
 		drop(db);
 
 		let store = open();
@@ -1348,7 +1356,8 @@ mod tests {
 				statement_primitives::SignatureVerificationResult::Valid(account) => account,
 				_ => panic!("signed"),
 			};
-			log.append(seq, &[wal::Step::Add { account, encoding: statement.encode() }]).unwrap();
+			log.append(seq, &[intent::Step::Add { account, encoding: statement.encode() }])
+				.unwrap();
 			statements.push(statement);
 		}
 		(held + 1, statements)
