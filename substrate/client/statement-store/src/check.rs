@@ -11,10 +11,10 @@
 //! ([`Error::Damaged`]).
 
 use crate::{
+	error::bad,
 	error::catch_db_panic,
 	posting::{decode_segment, segment_base},
 	schema::{self, Id, Record},
-	store::bad,
 	Config, Error, MapAllowances, Result, Store,
 };
 use statement_primitives::{

@@ -100,6 +100,11 @@ pub(crate) fn catch_db_panic<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
 	})
 }
 
+/// A stored value in `column` that is not what the layout says (`what` names it).
+pub(crate) fn bad(column: u8, what: &str) -> Error {
+	Error::BadValue { column, detail: format!("malformed {what}") }
+}
+
 /// Result with the store's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 

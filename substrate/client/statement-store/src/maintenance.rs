@@ -7,8 +7,9 @@
 
 use crate::{
 	batch::Batch,
+	error::bad,
 	schema::{self, Usage},
-	store::{bad, Store},
+	store::Store,
 	Result,
 };
 use statement_primitives::AccountId;

@@ -6,8 +6,9 @@
 
 use crate::{
 	batch::Batch,
+	error::bad,
 	schema::{self, Id, Record},
-	store::{bad, Store},
+	store::Store,
 	Error, Result,
 };
 use statement_primitives::{

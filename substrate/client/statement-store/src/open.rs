@@ -1,0 +1,860 @@
+//! Opening a store: the directory and schema checks, migration, the membership set (from
+//! its snapshot, caught up from the journal and the removal log, or from the journal), the
+//! intent-log redo after a crash, and trimming to the configured limits.
+
+use crate::{
+	bodies::BodyCache,
+	cache::PostingCache,
+	disk::DiskGuard,
+	intent::{self, IntentLog},
+	membership::{Membership, SnapshotTag},
+	metrics::Metrics,
+	posting::{encode_segment, segment_base},
+	read::{has_segments, segments_under},
+	schema::{self, Counters, Id, PostingKey},
+	snapshot::{SnapshotMark, SNAPSHOT_FILE},
+	staging::Database,
+	store::{Inner, Store, DRAIN_PERIOD},
+	subscription::Subscriptions,
+	view::ViewLock,
+	writeback::{self, Writeback, WritebackThreads},
+	AllowanceProvider, Config, Error, Result,
+};
+use codec::Encode;
+use parking_lot::Mutex;
+use statement_primitives::Hash;
+use std::sync::{
+	atomic::{AtomicBool, AtomicU64, Ordering},
+	Arc,
+};
+
+impl Inner {
+	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
+	/// and make parity-db hold them durably before the store is used. `tolerant` (after a
+	/// gap the operator chose to skip) lets a step that no longer applies pass.
+	fn redo(
+		&self,
+		intents: Vec<intent::Intent>,
+		held: u64,
+		tolerant: bool,
+		path: &str,
+	) -> Result<()> {
+		let pending: Vec<_> = intents.into_iter().filter(|(seq, _)| *seq > held).collect();
+		if pending.is_empty() {
+			return Ok(());
+		}
+		log::info!(
+			target: "statement-store",
+			"{path}: redoing {} changes from the intent log that the database lacks",
+			pending.len()
+		);
+		let mut counters = self.writer.lock();
+		for (seq, steps) in pending {
+			let batch = crate::batch::Batch::new(self, *counters).redo(steps, tolerant)?;
+			*counters = batch.commit_replayed(seq)?;
+		}
+		drop(counters);
+		// The old intent files go next: make parity-db hold the batches durably.
+		self.writeback.checkpoint()
+	}
+}
+
+impl Store {
+	/// Open (or create) the store described by `config`, reading allowances from `allowances`.
+	///
+	/// Refuses, without changing anything on disk, a directory that is not a database of this
+	/// store, one written by a newer schema, or one whose counters contradict its journal.
+	pub fn open(config: Config, allowances: Arc<dyn AllowanceProvider>) -> Result<Store> {
+		Store::open_checked(config, allowances, true)
+	}
+
+	/// [`Store::open`]; `sample_bodies` checks a sample of bodies against their hashes and
+	/// refuses the database if one does not match (off for `check` and `repair`, which look
+	/// at every body themselves).
+	pub(crate) fn open_checked(
+		config: Config,
+		allowances: Arc<dyn AllowanceProvider>,
+		sample_bodies: bool,
+	) -> Result<Store> {
+		crate::error::catch_db_panic(|| Store::open_unguarded(config, allowances, sample_bodies))
+	}
+
+	fn open_unguarded(
+		config: Config,
+		allowances: Arc<dyn AllowanceProvider>,
+		sample_bodies: bool,
+	) -> Result<Store> {
+		let path = config.path.clone();
+		let shown = path.display().to_string();
+		check_directory(&path)?;
+		std::fs::create_dir_all(&path).map_err(|source| Error::Io {
+			operation: "create the database directory",
+			path: shown.clone(),
+			source,
+		})?;
+		let db =
+			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
+		let counters = read_schema(&db, &shown, config.sync_wal)?;
+		// Read before anything else changes, so that a gap refuses the open untouched.
+		let intent_seq = meta_position(&db, schema::KEY_INTENT)?;
+		let mut intents = intent::read_intents(&path)?;
+		let gap = check_intents(&intents, intent_seq, config.skip_intent_gaps, &shown)?;
+		let removals = meta_position(&db, schema::KEY_REMOVALS)?;
+		let tag = snapshot_tag(&db, &counters, removals, &shown)?;
+		let snapshot = path.join(SNAPSHOT_FILE);
+		// A snapshot from before the database's state can be brought up to date; one from
+		// after it (the database lost commits it covers, to power loss) cannot.
+		let loaded = match Membership::load(&snapshot, |old| {
+			old.next_id <= tag.next_id && old.removals <= tag.removals
+		}) {
+			Ok(loaded) => loaded,
+			Err(err) => {
+				log::warn!(target: "statement-store", "cannot read {}: {err}", snapshot.display());
+				None
+			}
+		};
+		let mut caught_up = (0, 0);
+		let from_snapshot = match loaded {
+			Some((set, old)) => {
+				let delta = if old == tag {
+					Some((0, 0))
+				} else {
+					catch_up(&db, &set, &old, &tag, &shown)?
+				};
+				match delta {
+					Some(delta)
+						if set.len() == counters.count
+							&& check_samples(&db, &set, &counters, sample_bodies, &shown)? =>
+					{
+						caught_up = delta;
+						Some((set, old))
+					}
+					Some(_) => {
+						log::warn!(
+							target: "statement-store",
+							"{shown}: the membership snapshot and the removal log do not add up to \
+							 the database; reading the journal"
+						);
+						None
+					}
+					None => None,
+				}
+			}
+			None => None,
+		};
+		let reopened_from_snapshot = from_snapshot.is_some();
+		let mark = match &from_snapshot {
+			Some((_, old)) => SnapshotMark {
+				next_id: old.next_id,
+				removals: old.removals,
+				at: std::time::Instant::now(),
+				trimmed_below: old.removals / schema::REMOVAL_SEGMENT,
+			},
+			// No usable snapshot: the first maintenance run writes one.
+			None => SnapshotMark {
+				next_id: 0,
+				removals: 0,
+				at: std::time::Instant::now(),
+				trimmed_below: 0,
+			},
+		};
+		let membership = match from_snapshot {
+			Some((set, _)) => set,
+			None => {
+				if counters.count > 0 {
+					log::info!(
+						target: "statement-store",
+						"{shown}: no usable membership snapshot (the last run did not close \
+						 cleanly?), reading the journal of {} statements",
+						counters.count
+					);
+				}
+				let set = Membership::default();
+				let journal = load_journal(&db, &set, counters.count, sample_bodies, &shown)?;
+				if journal.count != counters.count || journal.next_id > counters.next_id {
+					return Err(Error::Corrupt {
+						path: shown,
+						detail: format!(
+							"counters say {} statements and next id {}, the journal holds {} up \
+							 to id {}",
+							counters.count, counters.next_id, journal.count, journal.next_id
+						),
+					});
+				}
+				set
+			}
+		};
+		log::info!(
+			target: "statement-store",
+			"opened {shown}: {} statements, {} bytes{}",
+			counters.count,
+			counters.total_size,
+			match (reopened_from_snapshot, caught_up) {
+				(false, _) => String::new(),
+				(true, (0, 0)) => " (membership from snapshot)".into(),
+				(true, (added, removed)) => format!(
+					" (membership from snapshot, then {added} admitted and {removed} removed since)"
+				),
+			}
+		);
+		let keyed = has_segments(&db, PostingKey::Keyed)?;
+		let banned = {
+			let mut iter = db.iter(schema::COL_BAN_ORDER)?;
+			iter.seek_to_first()?;
+			iter.next()?.is_some()
+		};
+		let next_seq = intents.records.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
+		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
+		let db = Arc::new(Database::new(db));
+		let writeback = Arc::new(Writeback::new(db.clone(), intent.clone(), &config));
+		let writer = Arc::new(Mutex::new(counters));
+		let disk = Arc::new(DiskGuard::new(path.clone(), config.min_free_bytes));
+		let threads = WritebackThreads::start(writeback.clone(), disk.clone(), DRAIN_PERIOD)
+			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
+		let inner = Inner {
+			threads,
+			cache: PostingCache::new(config.cache_bytes),
+			bodies: BodyCache::new(config.body_cache_bytes),
+			db,
+			intent,
+			writeback,
+			disk,
+			config,
+			view: ViewLock::default(),
+			writer,
+			membership,
+			allowances,
+			subscriptions: Subscriptions::default(),
+			metrics: Metrics::default(),
+			body_decodes: AtomicU64::new(0),
+			opening: AtomicBool::new(true),
+			keyed: AtomicBool::new(keyed),
+			banned: AtomicBool::new(banned),
+			allowance_cursor: Mutex::new(None),
+			reopened_from_snapshot,
+			caught_up,
+			removals: AtomicU64::new(removals),
+			snapshot_mark: Mutex::new(mark),
+			quarantined: Mutex::default(),
+		};
+		let old_intent_files = std::mem::take(&mut intents.files);
+		inner.redo(intents.records, intent_seq, gap, &shown)?;
+		// parity-db now holds every batch they had: delete them, or after a skipped gap keep
+		// them aside for the operator.
+		let current = inner.intent.current_path();
+		for file in old_intent_files.iter().filter(|file| **file != current) {
+			let done = if gap {
+				std::fs::rename(file, file.with_extension("log.damaged"))
+			} else {
+				std::fs::remove_file(file)
+			};
+			if let Err(err) = done {
+				log::warn!(target: "statement-store", "cannot move or delete {}: {err}", file.display());
+			}
+		}
+		let counters = *inner.writer.lock();
+		inner.metrics.set_totals(counters.count, counters.total_size);
+		inner.opening.store(false, Ordering::Relaxed);
+		let store = Store { inner: Arc::new(inner) };
+		store.trim_to_limits()?;
+		Ok(store)
+	}
+}
+
+/// Refuse a directory that holds files but no parity-db metadata: opening it would create a
+/// fresh database over someone's data.
+fn check_directory(path: &std::path::Path) -> Result<()> {
+	let Ok(mut entries) = std::fs::read_dir(path) else { return Ok(()) };
+	let has_files = entries.next().is_some();
+	if has_files && !path.join("metadata").is_file() {
+		return Err(Error::Corrupt {
+			path: path.display().to_string(),
+			detail: "the directory is not empty but has no parity-db metadata file".into(),
+		});
+	}
+	Ok(())
+}
+
+/// Read (or, for a new database, write) the schema version and the counters.
+fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
+	let corrupt = |detail: String| Error::Corrupt { path: path.into(), detail };
+	match db.get(schema::COL_META, schema::KEY_SCHEMA)? {
+		None => {
+			let mut journal = db.iter(schema::COL_JOURNAL)?;
+			journal.seek_to_first()?;
+			if journal.next()?.is_some() {
+				return Err(corrupt(
+					"statements are present but the schema version is missing".into(),
+				));
+			}
+			// Id 0 is never given out, so "after 0" means "from the start".
+			let counters = Counters { next_id: 1, ..Counters::default() };
+			writeback::commit(
+				db,
+				[
+					(
+						schema::COL_META,
+						schema::KEY_SCHEMA.to_vec(),
+						Some(schema::SCHEMA_VERSION.encode()),
+					),
+					(schema::COL_META, schema::KEY_COUNTERS.to_vec(), Some(counters.encode())),
+				],
+				sync,
+			)?;
+			Ok(counters)
+		}
+		Some(bytes) => {
+			let version: u32 = schema::decode_value(schema::COL_META, &bytes)?;
+			if version > schema::SCHEMA_VERSION {
+				return Err(Error::NewerSchema {
+					path: path.into(),
+					found: version,
+					supported: schema::SCHEMA_VERSION,
+				});
+			}
+			migrate(db, version, path, sync)?;
+			let counters = db
+				.get(schema::COL_META, schema::KEY_COUNTERS)?
+				.ok_or_else(|| corrupt("the counters are missing".into()))?;
+			schema::decode_value(schema::COL_META, &counters)
+		}
+	}
+}
+
+/// Bring an older schema up to [`schema::SCHEMA_VERSION`], one commit per step, so a crash
+/// leaves either version, never a mix.
+fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) -> Result<()> {
+	if version < 2 {
+		// Schema 2 lists the statements that have a decryption key instead of those that do
+		// not: the union of the per-key lists replaces the no-key list.
+		let started = std::time::Instant::now();
+		log::info!(target: "statement-store", "{path}: upgrading the database to schema 2");
+		let key_prefix = PostingKey::DecryptionKey([0; 32]).prefix()[..1].to_vec();
+		let mut keyed = segments_under(db, &key_prefix, key_prefix.len() + 32 + 8)?;
+		keyed.sort_unstable();
+		keyed.dedup();
+		let mut ops = Vec::new();
+		let legacy = [schema::LEGACY_NO_KEY_PREFIX];
+		let mut iter = db.iter(schema::COL_POSTING)?;
+		iter.seek(&legacy)?;
+		while let Some((segment_key, _)) = iter.next()? {
+			if !segment_key.starts_with(&legacy) {
+				break;
+			}
+			ops.push((schema::COL_POSTING, segment_key, None));
+		}
+		drop(iter);
+		for chunk in keyed.chunk_by(|a, b| segment_base(*a) == segment_base(*b)) {
+			let key = PostingKey::Keyed.segment_key(segment_base(chunk[0]));
+			ops.push((schema::COL_POSTING, key, Some(encode_segment(chunk))));
+		}
+		ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(2u32.encode())));
+		writeback::commit(db, ops, sync)?;
+		log::info!(
+			target: "statement-store",
+			"{path}: upgraded to schema 2 in {:?} ({} statements with a key)",
+			started.elapsed(),
+			keyed.len()
+		);
+	}
+	Ok(())
+}
+
+/// Log what reading the intent log found; refuse a gap in its sequence numbers after
+/// `held` (the newest batch the database holds) unless `skip` says to go on. Returns whether
+/// a gap is being skipped.
+fn check_intents(intents: &intent::IntentRead, held: u64, skip: bool, path: &str) -> Result<bool> {
+	let last_file = intents.files.last();
+	for (file, at, len) in &intents.damaged {
+		let at_end = Some(file) == last_file
+			&& std::fs::metadata(file).is_ok_and(|meta| meta.len() == (at + len) as u64);
+		if at_end {
+			log::info!(
+				target: "statement-store",
+				"{}: the last intent record was cut short at byte {at} (a crash during an \
+				 append); it was never acknowledged",
+				file.display()
+			);
+		} else {
+			log::warn!(
+				target: "statement-store",
+				"{}: {len} damaged bytes at byte {at} skipped; reading went on at the next \
+				 intact record",
+				file.display()
+			);
+		}
+	}
+	let Some((first, last)) = intents.gap_after(held) else { return Ok(false) };
+	let detail = match intents.damaged.first() {
+		Some((file, at, _)) => format!("damaged records from byte {at} of {}", file.display()),
+		None => "an intent file is missing".into(),
+	};
+	if !skip {
+		return Err(Error::IntentGap { path: path.into(), first, last, detail });
+	}
+	log::error!(
+		target: "statement-store",
+		"{path}: the intent log lacks batches {first} to {last} ({detail}); redoing the intact \
+		 batches as asked, the intent files are kept as *.damaged"
+	);
+	Ok(true)
+}
+
+struct JournalSummary {
+	count: u64,
+	next_id: Id,
+}
+
+/// Bodies checked against their journal hash while opening: enough to catch a truncated or
+/// swapped body table, few enough that opening stays instant.
+const OPEN_SAMPLES: u64 = 64;
+
+/// A u64 position kept in the meta column (intent sequence, removal log); absent = 0.
+pub(crate) fn meta_position(db: &parity_db::Db, key: &[u8]) -> Result<u64> {
+	match db.get(schema::COL_META, key)? {
+		Some(bytes) => schema::decode_value(schema::COL_META, &bytes),
+		None => Ok(0),
+	}
+}
+
+/// What the database says now, for tagging a membership snapshot: the counters, the
+/// removal-log position and the newest journal entry, whose id must be below the next id.
+pub(crate) fn snapshot_tag(
+	db: &parity_db::Db,
+	counters: &Counters,
+	removals: u64,
+	path: &str,
+) -> Result<SnapshotTag> {
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	iter.seek_to_last()?;
+	let mut last_hash = [0u8; 32];
+	if let Some((key, value)) = iter.prev()? {
+		let (id, hash) = schema::journal_entry(&key, &value)?;
+		if id >= counters.next_id {
+			return Err(Error::Corrupt {
+				path: path.into(),
+				detail: format!(
+					"the journal holds id {id} but the counters give out {} next",
+					counters.next_id
+				),
+			});
+		}
+		last_hash = hash;
+	}
+	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash, removals })
+}
+
+/// Bring a membership snapshot taken at `old` up to the database at `now`: add the journal's
+/// entries from `old.next_id` on, take out the logged removals from `old.removals` on of
+/// statements admitted before the snapshot (later ones were never added). Returns how many
+/// were added and removed, or `None` if the removal log no longer reaches back that far.
+fn catch_up(
+	db: &parity_db::Db,
+	set: &Membership,
+	old: &SnapshotTag,
+	now: &SnapshotTag,
+	path: &str,
+) -> Result<Option<(u64, u64)>> {
+	let mut added = 0;
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	iter.seek(&schema::id_key(old.next_id))?;
+	while let Some((key, value)) = iter.next()? {
+		let (_, hash) = schema::journal_entry(&key, &value)?;
+		set.insert(&hash);
+		added += 1;
+	}
+	let mut removed = 0;
+	let mut position = old.removals;
+	while position < now.removals {
+		let segment = position / schema::REMOVAL_SEGMENT;
+		let entries =
+			db.get(schema::COL_META, &schema::removal_segment_key(segment))?.unwrap_or_default();
+		let end = ((segment + 1) * schema::REMOVAL_SEGMENT).min(now.removals);
+		for at in position..end {
+			let offset = (at % schema::REMOVAL_SEGMENT) as usize * schema::REMOVAL_ENTRY;
+			let Some(entry) = entries.get(offset..offset + schema::REMOVAL_ENTRY) else {
+				log::warn!(
+					target: "statement-store",
+					"{path}: the removal log lacks removal {at}; reading the journal"
+				);
+				return Ok(None);
+			};
+			let (id, fingerprint) = entry.split_at(8);
+			if u64::from_le_bytes(id.try_into().expect("8 bytes")) < old.next_id {
+				set.remove_fingerprint(fingerprint.try_into().expect("8 bytes"));
+				removed += 1;
+			}
+		}
+		position = end;
+	}
+	Ok(Some((added, removed)))
+}
+
+/// Check a loaded snapshot against the database: journal entries spread over the id range
+/// must be in the set and their bodies must match their hashes. `Ok(false)` if the snapshot
+/// disagrees with the journal (the caller reads the journal instead); an error if a body is
+/// damaged.
+fn check_samples(
+	db: &parity_db::Db,
+	set: &Membership,
+	counters: &Counters,
+	bodies: bool,
+	path: &str,
+) -> Result<bool> {
+	if counters.count == 0 {
+		return Ok(true);
+	}
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	let step = (counters.next_id / OPEN_SAMPLES).max(1);
+	let mut from = 1;
+	while from < counters.next_id {
+		iter.seek(&schema::id_key(from))?;
+		let Some((key, value)) = iter.next()? else { break };
+		let (id, hash) = schema::journal_entry(&key, &value)?;
+		if bodies {
+			check_body(db, id, &hash, path)?;
+		}
+		if !set.contains(&hash) {
+			log::warn!(
+				target: "statement-store",
+				"{path}: the membership snapshot lacks statement {id}; reading the journal"
+			);
+			return Ok(false);
+		}
+		from = id.max(from) + step;
+	}
+	Ok(true)
+}
+
+fn check_body(db: &parity_db::Db, id: Id, hash: &Hash, path: &str) -> Result<()> {
+	let body = db.get(schema::COL_BODY, &schema::body_key(id))?;
+	if body.as_deref().map(statement_primitives::hash_encoded) != Some(*hash) {
+		return Err(Error::Corrupt {
+			path: path.into(),
+			detail: format!("the body of statement {id} is missing or does not match its hash"),
+		});
+	}
+	Ok(())
+}
+
+/// Walk the admission journal (ids and hashes only) to fill the membership set, checking an
+/// evenly spread sample of bodies against their hashes (hashed, not decoded).
+fn load_journal(
+	db: &parity_db::Db,
+	membership: &Membership,
+	expected: u64,
+	bodies: bool,
+	path: &str,
+) -> Result<JournalSummary> {
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	iter.seek_to_first()?;
+	let stride = (expected / OPEN_SAMPLES).max(1);
+	let mut summary = JournalSummary { count: 0, next_id: 1 };
+	while let Some((key, value)) = iter.next()? {
+		let (id, hash) = schema::journal_entry(&key, &value)?;
+		if bodies && summary.count % stride == 0 {
+			check_body(db, id, &hash, path)?;
+		}
+		membership.insert(&hash);
+		summary.count += 1;
+		summary.next_id = id + 1;
+		if summary.count % 1_000_000 == 0 {
+			log::info!(
+				target: "statement-store",
+				"{path}: read {} of {expected} journal entries",
+				summary.count
+			);
+		}
+	}
+	Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use crate::{read::segments, MapAllowances};
+	use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
+
+	fn open(path: &std::path::Path) -> Result<Store> {
+		Store::open(Config::new(path), Arc::new(MapAllowances::new()))
+	}
+
+	/// Write raw values into a closed store's database, as a newer build or a corruption would.
+	fn poke(path: &std::path::Path, ops: Vec<(u8, Vec<u8>, Option<Vec<u8>>)>) {
+		let db = parity_db::Db::open(&schema::db_options(path, false)).unwrap();
+		writeback::commit(&db, ops, false).unwrap();
+	}
+
+	fn signed(n: u8, key: Option<u8>) -> Statement {
+		use sp_core::Pair;
+		let mut statement = Statement::new();
+		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
+		statement.set_topic(0, Topic([n % 4; 32]));
+		if let Some(key) = key {
+			statement.set_decryption_key([key; 32]);
+		}
+		statement.set_plain_data(vec![n]);
+		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n % 8; 32]));
+		statement
+	}
+
+	/// Every query answer this test looks at, sorted.
+	fn answers(store: &Store) -> Vec<Vec<Vec<u8>>> {
+		let mut out = vec![store.broadcasts(&[]).unwrap()];
+		for t in 0..4 {
+			out.push(store.broadcasts(&[Topic([t; 32])]).unwrap());
+			for key in 0..2 {
+				out.push(store.posted(&[Topic([t; 32])], [key; 32]).unwrap());
+			}
+		}
+		out.iter_mut().for_each(|answer| answer.sort());
+		out
+	}
+
+	#[test]
+	fn a_schema_1_database_is_upgraded_and_answers_the_same() {
+		let dir = tempfile::tempdir().unwrap();
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+		let store = open();
+		for n in 0..120u8 {
+			let statement = signed(n, (n % 3 == 0).then_some(n % 2));
+			assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+		}
+		let expected = answers(&store);
+		assert_eq!(expected[0].len(), 80, "broadcasts are the 80 statements without a key");
+		drop(store);
+
+		// Rewrite the posting lists as schema 1 had them: the statements without a key in a
+		// list under prefix 0, no list of keyed statements.
+		let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+		let keyed = segments(&db, PostingKey::Keyed).unwrap();
+		let mut ops = Vec::new();
+		let mut iter = db.iter(schema::COL_POSTING).unwrap();
+		iter.seek(&PostingKey::Keyed.prefix()).unwrap();
+		while let Some((key, _)) = iter.next().unwrap() {
+			if key.starts_with(&PostingKey::Keyed.prefix()) {
+				ops.push((schema::COL_POSTING, key, None));
+			}
+		}
+		drop(iter);
+		let mut no_key = Vec::new();
+		let mut journal = db.iter(schema::COL_JOURNAL).unwrap();
+		journal.seek_to_first().unwrap();
+		while let Some((key, _)) = journal.next().unwrap() {
+			let id = schema::be_u64(&key, 0).unwrap();
+			if keyed.binary_search(&id).is_err() {
+				no_key.push(id);
+			}
+		}
+		drop(journal);
+		let mut legacy_key = vec![schema::LEGACY_NO_KEY_PREFIX];
+		legacy_key.extend_from_slice(&0u64.to_be_bytes());
+		ops.push((schema::COL_POSTING, legacy_key, Some(encode_segment(&no_key))));
+		ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(1u32.encode())));
+		writeback::commit(&db, ops, false).unwrap();
+		drop(db);
+
+		let store = open();
+		assert_eq!(answers(&store), expected);
+		let statement = signed(200, None);
+		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+		assert_eq!(store.broadcasts(&[]).unwrap().len(), 81);
+		drop(store);
+		let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+		assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(2u32.encode()));
+		assert_eq!(segments(&db, PostingKey::Keyed).unwrap(), keyed);
+		let mut iter = db.iter(schema::COL_POSTING).unwrap();
+		iter.seek_to_first().unwrap();
+		let (first, _) = iter.next().unwrap().unwrap();
+		assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
+	}
+
+	/// A store closed cleanly with `n` statements, and intent records for `extra` more that
+	/// the database lacks, as a crash would leave them: `(first_seq, statements)`.
+	fn with_pending_intents(
+		dir: &std::path::Path,
+		n: u8,
+		extra: std::ops::Range<u8>,
+		skip_at: Option<usize>,
+	) -> (u64, Vec<Statement>) {
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let store = Store::open(Config::new(dir), Arc::new(allowances)).unwrap();
+		for k in 0..n {
+			assert_eq!(store.submit(signed(k, None), StatementSource::Local), SubmitResult::New);
+		}
+		drop(store);
+		let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
+		let held = meta_position(&db, schema::KEY_INTENT).unwrap();
+		drop(db);
+		let mut log = IntentLog::create(dir, false, held + 1).unwrap();
+		let mut statements = Vec::new();
+		for (index, k) in extra.enumerate() {
+			let statement = signed(k, None);
+			if Some(index) == skip_at {
+				// A second file from here on, one batch further: as if a file holding that
+				// batch had been removed.
+				log = IntentLog::create(dir, false, log.next_seq() + 1).unwrap();
+			}
+			let seq = log.next_seq();
+			let account = match statement.verify_signature() {
+				statement_primitives::SignatureVerificationResult::Valid(account) => account,
+				_ => panic!("signed"),
+			};
+			log.append(seq, &[intent::Step::Add { account, encoding: statement.encode() }])
+				.unwrap();
+			statements.push(statement);
+		}
+		(held + 1, statements)
+	}
+
+	fn open_with(dir: &std::path::Path, skip_intent_gaps: bool) -> Result<Store> {
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let mut config = Config::new(dir);
+		config.skip_intent_gaps = skip_intent_gaps;
+		Store::open(config, Arc::new(allowances))
+	}
+
+	#[test]
+	fn pending_intents_are_redone_and_their_files_removed() {
+		let dir = tempfile::tempdir().unwrap();
+		let (_, pending) = with_pending_intents(dir.path(), 3, 10..20, None);
+		let store = open_with(dir.path(), false).unwrap();
+		assert_eq!(store.len(), 13);
+		assert!(pending.iter().all(|statement| store.has_statement(&statement.hash())));
+		let names: Vec<_> = std::fs::read_dir(dir.path())
+			.unwrap()
+			.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+			.filter(|name| name.starts_with("intent-"))
+			.collect();
+		assert_eq!(names.len(), 1, "only the new, empty intent file: {names:?}");
+	}
+
+	#[test]
+	fn a_damaged_intent_record_refuses_open_and_skipping_keeps_every_intact_one() {
+		let dir = tempfile::tempdir().unwrap();
+		let (first, pending) = with_pending_intents(dir.path(), 3, 10..20, None);
+		let file = dir.path().join(format!("intent-{first:020}.log"));
+		let mut bytes = std::fs::read(&file).unwrap();
+		// A flipped byte in the fourth of ten equally long records.
+		let record = bytes.len() / 10;
+		bytes[3 * record + record / 2] ^= 0x10;
+		std::fs::write(&file, &bytes).unwrap();
+		match open_with(dir.path(), false) {
+			Err(Error::IntentGap { first: gap_first, last, detail, .. }) => {
+				assert_eq!((gap_first, last), (first + 3, first + 3));
+				assert!(detail.contains("damaged records"), "{detail}");
+			}
+			other => panic!("expected IntentGap, got {:?}", other.err()),
+		}
+		assert_eq!(std::fs::read(&file).unwrap(), bytes, "a refused open changes nothing");
+		let store = open_with(dir.path(), true).unwrap();
+		assert_eq!(store.len(), 3 + 9);
+		for (k, statement) in pending.iter().enumerate() {
+			assert_eq!(store.has_statement(&statement.hash()), k != 3, "statement {k}");
+		}
+		assert!(dir.path().join(format!("intent-{first:020}.log.damaged")).is_file());
+	}
+
+	#[test]
+	fn a_missing_intent_file_is_an_error_that_names_the_batches() {
+		let dir = tempfile::tempdir().unwrap();
+		let (first, _) = with_pending_intents(dir.path(), 2, 10..16, Some(2));
+		let err = open_with(dir.path(), false).err().expect("refused");
+		let Error::IntentGap { first: missing, last, ref detail, .. } = err else {
+			panic!("expected IntentGap, got {err}")
+		};
+		assert_eq!((missing, last), (first + 2, first + 2));
+		assert!(detail.contains("missing"), "{detail}");
+		assert!(
+			err.to_string().contains(&format!("lacks batches {missing} to {missing}")),
+			"{err}"
+		);
+	}
+
+	#[test]
+	fn a_damaged_posting_list_never_answers_with_a_statement_of_another_topic_or_a_missing_one() {
+		let dir = tempfile::tempdir().unwrap();
+		let allowances = MapAllowances::new()
+			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+		let store = Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+		for n in 0..8u8 {
+			assert_eq!(store.submit(signed(n, None), StatementSource::Local), SubmitResult::New);
+		}
+		drop(store);
+		// Topic 0 holds statements 0 and 4 (ids 1 and 5); the damaged list adds id 2 (topic
+		// 1) and id 99 (not stored).
+		let key = PostingKey::Topic([0; 32]).segment_key(0);
+		poke(dir.path(), vec![(schema::COL_POSTING, key, Some(encode_segment(&[1, 2, 5, 99])))]);
+		let store = Store::open(Config::new(dir.path()), Arc::new(allowances)).unwrap();
+		let mut answer = store.broadcasts(&[Topic([0; 32])]).unwrap();
+		answer.sort();
+		assert_eq!(answer, vec![vec![0], vec![4]]);
+		assert_eq!(store.metrics().corrupt, 1, "the missing one is counted");
+	}
+
+	#[test]
+	fn a_newer_schema_is_refused_and_left_as_it_is() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		poke(
+			dir.path(),
+			vec![(schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(7u32.encode()))],
+		);
+		match open(dir.path()) {
+			Err(Error::NewerSchema { found: 7, supported: schema::SCHEMA_VERSION, .. }) => {}
+			other => panic!("expected NewerSchema, got {:?}", other.err()),
+		}
+		let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+		assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(7u32.encode()));
+	}
+
+	#[test]
+	fn counters_that_contradict_the_journal_are_refused() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		let wrong = Counters { count: 5, total_size: 0, next_id: 1 };
+		poke(
+			dir.path(),
+			vec![(schema::COL_META, schema::KEY_COUNTERS.to_vec(), Some(wrong.encode()))],
+		);
+		let err = open(dir.path()).err().expect("refused");
+		assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+		assert!(err.to_string().contains("counters say 5 statements"), "{err}");
+	}
+
+	#[test]
+	fn a_body_that_does_not_match_its_journal_hash_is_caught_at_open() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		poke(
+			dir.path(),
+			vec![
+				(schema::COL_JOURNAL, schema::id_key(1).to_vec(), Some([7u8; 32].to_vec())),
+				(schema::COL_BODY, schema::body_key(1).to_vec(), Some(vec![0])),
+				(
+					schema::COL_META,
+					schema::KEY_COUNTERS.to_vec(),
+					Some(Counters { count: 1, total_size: 1, next_id: 2 }.encode()),
+				),
+			],
+		);
+		let err = open(dir.path()).err().expect("refused");
+		assert!(err.to_string().contains("does not match its hash"), "{err}");
+	}
+
+	#[test]
+	fn a_garbled_journal_entry_is_a_typed_error_not_a_panic() {
+		let dir = tempfile::tempdir().unwrap();
+		drop(open(dir.path()).unwrap());
+		poke(
+			dir.path(),
+			vec![(schema::COL_JOURNAL, schema::id_key(1).to_vec(), Some(vec![1, 2, 3]))],
+		);
+		let err = open(dir.path()).err().expect("refused");
+		assert!(matches!(err, Error::BadValue { column: schema::COL_JOURNAL, .. }), "{err}");
+	}
+}

@@ -1,0 +1,263 @@
+//! The read path: MatchAll queries over posting lists (per-thread memo, shared cache, disk),
+//! bodies (body cache, else disk, checked against their hash), journal walks.
+
+use crate::{
+	error::bad,
+	paging::PAGE_IDS,
+	posting::{decode_segment, intersect, PostingList},
+	schema::{self, Id, PostingKey, Record},
+	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
+	Error, Result,
+};
+use statement_primitives::{check_match_all, DecryptionKey, Hash, Statement, Topic};
+use std::sync::{atomic::Ordering, Arc};
+
+impl Store {
+	/// Ids of statements carrying all `topics` and encrypted to `key`, or (no key) those
+	/// without a decryption key.
+	pub(crate) fn match_all(
+		&self,
+		key: Option<DecryptionKey>,
+		topics: &[Topic],
+	) -> Result<Vec<Id>> {
+		check_match_all(topics)?;
+		let mut keys = Vec::with_capacity(topics.len() + 1);
+		keys.extend(key.map(PostingKey::DecryptionKey));
+		keys.extend(topics.iter().map(|topic| PostingKey::Topic(topic.0)));
+		if keys.is_empty() {
+			keys.push(PostingKey::All);
+		}
+		let mut ids = self.inner.cache.with_lists(
+			&keys,
+			|key| self.inner.posting_list(key),
+			|lists| intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()),
+		)?;
+		if key.is_none() && !ids.is_empty() && self.inner.keyed.load(Ordering::Relaxed) {
+			let keyed = self.inner.posting_list(PostingKey::Keyed)?;
+			if !keyed.is_empty() {
+				ids.retain(|id| keyed.ids().binary_search(id).is_err());
+			}
+		}
+		Ok(ids)
+	}
+
+	/// For each matching statement, `map` of its encoding and decoded form.
+	pub(crate) fn query<T>(
+		&self,
+		key: Option<DecryptionKey>,
+		topics: &[Topic],
+		mut map: impl FnMut(Vec<u8>, Statement) -> Option<T>,
+	) -> Result<Vec<T>> {
+		crate::error::catch_db_panic(|| {
+			let _view = self.inner.view.read();
+			let ids = self.match_all(key, topics)?;
+			let mut out = Vec::with_capacity(ids.len());
+			for body in self.inner.bodies(&ids)? {
+				// Checked against its hash when read from disk, so this only fails for a
+				// statement written by a build with another notion of validity: left out.
+				let Ok(statement) = self.inner.decode_body(&body) else { continue };
+				// A damaged posting list can name a sound statement under the wrong topic.
+				if !carries(&statement, key, topics) {
+					continue;
+				}
+				if let Some(item) = map(body, statement) {
+					out.push(item);
+				}
+			}
+			Ok(out)
+		})
+	}
+
+	/// The stored statement with this hash, its body checked against the hash.
+	pub(crate) fn stored_statement(&self, hash: &Hash) -> Result<Option<Statement>> {
+		let _view = self.inner.view.read();
+		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
+		let body = match self.inner.bodies.get(record.id) {
+			Some(body) => body.to_vec(),
+			None => match self.inner.body_from_disk(record.id, Some(hash))? {
+				Some(body) => body,
+				None => return Ok(None),
+			},
+		};
+		Ok(self.inner.decode_body(&body).ok())
+	}
+
+	pub(crate) fn decrypt(&self, dest: &DecryptionKey, statement: &Statement) -> Option<Vec<u8>> {
+		let decryptor = self.inner.config.decryptor.as_ref()?;
+		decryptor.decrypt(dest, statement.data()?)
+	}
+}
+
+impl Inner {
+	/// Journal entries after `after` with their bodies, at most `max_count` and, past the
+	/// first, `max_bytes`. Takes the view lock a page of ids at a time (see `paging`).
+	pub fn journal_since(
+		&self,
+		mut after: Id,
+		max_count: usize,
+		max_bytes: usize,
+	) -> Result<StatementsPage> {
+		let mut page = StatementsPage { statements: Vec::new(), next: None };
+		let mut bytes = 0;
+		while page.statements.len() < max_count {
+			let wanted = (max_count - page.statements.len()).min(PAGE_IDS);
+			let ids = self.journal_page(after, Id::MAX, wanted)?;
+			if ids.scanned_to.is_none() {
+				return Ok(page);
+			}
+			let first_free = page.statements.is_empty();
+			let budget = max_bytes.saturating_sub(bytes);
+			let bodies = self.page_bodies(ids, after, budget, first_free)?;
+			after = bodies.cursor;
+			bytes += bodies.bytes;
+			page.statements
+				.extend(bodies.read.into_iter().map(|((id, hash), body)| (id, hash, body)));
+			if !bodies.complete {
+				break;
+			}
+		}
+		page.next = Some(after);
+		Ok(page)
+	}
+
+	/// The posting list for `key`, from the cache or read from disk and cached. The caller
+	/// holds the view lock (shared), so a list read from disk is current when cached.
+	pub fn posting_list(&self, key: PostingKey) -> Result<Arc<PostingList>> {
+		if let Some(list) = self.cache.get(&key) {
+			return Ok(list);
+		}
+		let ids = match key {
+			PostingKey::All => self.all_ids()?,
+			_ => {
+				self.db.hand_over()?;
+				segments(self.db.raw(), key)?
+			}
+		};
+		let list = Arc::new(PostingList::from_sorted(ids));
+		self.cache.insert(key, list.clone());
+		Ok(list)
+	}
+
+	/// Every stored id, from the journal.
+	fn all_ids(&self) -> Result<Vec<Id>> {
+		let mut iter = self.db.iter(schema::COL_JOURNAL)?;
+		iter.seek_to_first()?;
+		let mut ids = Vec::new();
+		while let Some((key, _)) = iter.next()? {
+			ids.push(schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_JOURNAL, "key"))?);
+		}
+		Ok(ids)
+	}
+
+	/// Encodings of these ids, leaving out quarantined ones (see [`Inner::body_from_disk`]).
+	pub fn bodies(&self, ids: &[Id]) -> Result<Vec<Vec<u8>>> {
+		ids.iter().filter_map(|id| self.body(*id).transpose()).collect()
+	}
+
+	/// The encoding of an indexed id, from the body cache or read and kept there; `None` if
+	/// it is quarantined.
+	pub fn body(&self, id: Id) -> Result<Option<Vec<u8>>> {
+		if let Some(body) = self.bodies.get(id) {
+			return Ok(Some(body.to_vec()));
+		}
+		let Some(body) = self.body_from_disk(id, None)? else { return Ok(None) };
+		self.bodies.insert(id, &body);
+		Ok(Some(body))
+	}
+
+	/// The encoding of an indexed id, from the database, checked against its hash, so that a
+	/// damaged database never serves a statement other than the one stored: against `hash`
+	/// if the caller has it, else against the membership set (blake2 of the body must be a
+	/// stored hash: a damaged body passes with odds of n / 2^64, and nothing is read from
+	/// disk for the check). The caller holds the view lock, so a missing body or one whose
+	/// hash is not stored means the files were damaged: the statement is quarantined
+	/// (logged once, counted, left out of answers) and `None` returned, so the rest of an
+	/// answer still comes. `statement-node check-db` finds all damage, `repair` rebuilds
+	/// the indexes without it.
+	pub fn body_from_disk(&self, id: Id, hash: Option<&Hash>) -> Result<Option<Vec<u8>>> {
+		let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
+			self.quarantine(id, "is indexed but its body is missing");
+			return Ok(None);
+		};
+		let actual = statement_primitives::hash_encoded(&body);
+		let sound = match hash {
+			Some(hash) => actual == *hash,
+			None => self.membership.contains(&actual),
+		};
+		if !sound {
+			self.quarantine(id, "has a body that does not match its hash");
+			return Ok(None);
+		}
+		Ok(Some(body))
+	}
+
+	/// Leave statement `id` out of answers from now on; log it the first time.
+	pub(crate) fn quarantine(&self, id: Id, problem: &str) {
+		let mut quarantined = self.quarantined.lock();
+		if quarantined.len() >= MAX_QUARANTINED {
+			self.metrics.add_corrupt();
+		} else if quarantined.insert(id) {
+			self.metrics.add_corrupt();
+			log::error!(
+				target: "statement-store",
+				"{}: statement {id} {problem}; it is left out of answers. Run `statement-node \
+				 check-db` to find all damage and `statement-node repair` to rebuild the indexes \
+				 from the intact statements.",
+				self.config.path.display()
+			);
+		}
+	}
+
+	pub fn decode_body(&self, body: &[u8]) -> Result<Statement> {
+		if self.opening.load(Ordering::Relaxed) {
+			self.body_decodes.fetch_add(1, Ordering::Relaxed);
+		}
+		Statement::from_bytes(body)
+			.map_err(|err| Error::BadValue { column: schema::COL_BODY, detail: err.to_string() })
+	}
+
+	/// The record of a stored statement.
+	pub fn record(&self, hash: &Hash) -> Result<Option<Record>> {
+		self.db
+			.get(schema::COL_HASH, hash)?
+			.map(|bytes| schema::decode_value(schema::COL_HASH, &bytes))
+			.transpose()
+	}
+}
+
+/// Whether `statement` has every one of `topics` and the decryption key `key` (none for
+/// broadcasts).
+fn carries(statement: &Statement, key: Option<DecryptionKey>, topics: &[Topic]) -> bool {
+	statement.decryption_key() == key
+		&& topics.iter().all(|topic| statement.topics().contains(topic))
+}
+
+/// Whether `key` has any segment on disk.
+pub(crate) fn has_segments(db: &parity_db::Db, key: PostingKey) -> Result<bool> {
+	let prefix = key.prefix();
+	let mut iter = db.iter(schema::COL_POSTING)?;
+	iter.seek(&prefix)?;
+	Ok(iter.next()?.is_some_and(|(segment_key, _)| segment_key.starts_with(&prefix)))
+}
+
+/// The ids in `key`'s segments on disk.
+pub(crate) fn segments(db: &parity_db::Db, key: PostingKey) -> Result<Vec<Id>> {
+	let prefix = key.prefix();
+	segments_under(db, &prefix, prefix.len() + 8)
+}
+
+/// The ids in the posting segments whose keys start with `prefix` and are `key_len` long.
+pub(crate) fn segments_under(db: &parity_db::Db, prefix: &[u8], key_len: usize) -> Result<Vec<Id>> {
+	let mut iter = db.iter(schema::COL_POSTING)?;
+	iter.seek(prefix)?;
+	let mut ids = Vec::new();
+	while let Some((segment_key, value)) = iter.next()? {
+		if !segment_key.starts_with(prefix) {
+			break;
+		}
+		if segment_key.len() == key_len {
+			decode_segment(&value, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
+		}
+	}
+	Ok(ids)
+}

@@ -1,0 +1,89 @@
+//! Membership snapshots: when the next one is due and writing it (see `membership` for the
+//! file, `open` for reading it back).
+
+use crate::{
+	open::snapshot_tag,
+	schema::{self, Id},
+	store::Store,
+	Error, Result,
+};
+use std::sync::atomic::Ordering;
+
+/// The membership snapshot, written when the store closes, next to parity-db's files.
+pub const SNAPSHOT_FILE: &str = "membership.snapshot";
+
+/// What the newest membership snapshot covers, to decide when the next one is due.
+pub struct SnapshotMark {
+	/// The journal position it covers.
+	pub next_id: Id,
+	/// The removal-log position it covers.
+	pub removals: u64,
+	/// When it was written (or the store opened).
+	pub at: std::time::Instant,
+	/// Removal-log segments below this one are deleted.
+	pub trimmed_below: u64,
+}
+
+impl Store {
+	/// Write the membership snapshot now, so that opening after a crash starts from it
+	/// instead of walking the journal. [`Store::maintain`] calls this when one is due (see
+	/// [`Config::snapshot_changes`]); submits wait only while the set is copied.
+	pub fn write_snapshot(&self) -> Result<()> {
+		let inner = &self.inner;
+		let started = std::time::Instant::now();
+		let shown = inner.config.path.display().to_string();
+		let (copy, tag) = {
+			let counters = inner.writer.lock();
+			// The snapshot may only cover batches parity-db holds: after a crash the intent
+			// log redoes the others, and would add them a second time.
+			inner.writeback.drain()?;
+			let removals = inner.removals.load(Ordering::Acquire);
+			let tag = snapshot_tag(inner.db.raw(), &counters, removals, &shown)?;
+			(inner.membership.copy(), tag)
+		};
+		let copied = started.elapsed();
+		let path = inner.config.path.join(SNAPSHOT_FILE);
+		copy.save(&path, &tag).map_err(|source| Error::Io {
+			operation: "write the membership snapshot",
+			path: path.display().to_string(),
+			source,
+		})?;
+		drop(copy);
+		let mut mark = inner.snapshot_mark.lock();
+		let trim_below = tag.removals / schema::REMOVAL_SEGMENT;
+		if trim_below > mark.trimmed_below {
+			// The removal log before this snapshot is not needed any more.
+			let ops = (mark.trimmed_below..trim_below)
+				.map(|segment| (schema::COL_META, schema::removal_segment_key(segment), None))
+				.collect();
+			let _counters = inner.writer.lock();
+			let _view = inner.view.write();
+			inner.db.stage(ops);
+		}
+		*mark = SnapshotMark {
+			next_id: tag.next_id,
+			removals: tag.removals,
+			at: std::time::Instant::now(),
+			trimmed_below: trim_below.max(mark.trimmed_below),
+		};
+		log::debug!(
+			target: "statement-store",
+			"wrote {} ({} statements) in {:?}, submits held for {copied:?}",
+			path.display(),
+			tag.count,
+			started.elapsed()
+		);
+		Ok(())
+	}
+
+	/// Whether enough changed since the newest membership snapshot to write another.
+	pub(crate) fn snapshot_due(&self) -> bool {
+		let inner = &self.inner;
+		let next_id = inner.writer.lock().next_id;
+		let removals = inner.removals.load(Ordering::Acquire);
+		let mark = inner.snapshot_mark.lock();
+		let changes = next_id.saturating_sub(mark.next_id) + removals.saturating_sub(mark.removals);
+		changes >= inner.config.snapshot_changes
+			|| (changes > 0 && mark.at.elapsed() >= inner.config.snapshot_period)
+	}
+}
