@@ -1,6 +1,7 @@
 //! Chain specs: the built-in `dev` and `local` ones, and JSON files in Substrate's raw format.
 //! Allowances come from `genesis.raw.top`'s `":statement_allowance:" ++ account` keys.
 
+use crate::error::Error;
 use codec::Encode;
 use serde::{Deserialize, Serialize};
 use sp_core::{ecdsa, ed25519, sr25519, Pair};
@@ -50,27 +51,6 @@ pub struct RawGenesis {
 	pub children_default: BTreeMap<String, serde_json::Value>,
 }
 
-/// Why a chain spec could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum ChainSpecError {
-	/// The file could not be read.
-	#[error("cannot read chain spec {path}: {source}")]
-	Read {
-		/// File.
-		path: String,
-		/// Cause.
-		source: std::io::Error,
-	},
-	/// The file is not a chain spec.
-	#[error("chain spec {path} is not valid: {detail}")]
-	Invalid {
-		/// File.
-		path: String,
-		/// What is wrong.
-		detail: String,
-	},
-}
-
 /// The dev accounts' ids under each signature scheme (sr25519, ed25519, ecdsa).
 pub fn dev_account_ids() -> Vec<(String, [u8; 32])> {
 	let mut ids = Vec::new();
@@ -110,40 +90,42 @@ fn built_in(name: &str, id: &str, chain_type: &str) -> ChainSpec {
 
 impl ChainSpec {
 	/// `dev`, `local`, or a JSON file at that path.
-	pub fn load(chain: &str) -> Result<ChainSpec, ChainSpecError> {
+	pub fn load(chain: &str) -> Result<ChainSpec, Error> {
 		match chain {
 			"dev" | "" => Ok(built_in("Development", "dev", "Development")),
 			"local" => Ok(built_in("Local Testnet", "local_testnet", "Local")),
 			path => {
 				let text = std::fs::read_to_string(path)
-					.map_err(|source| ChainSpecError::Read { path: path.into(), source })?;
-				let spec: ChainSpec = serde_json::from_str(&text).map_err(|err| {
-					ChainSpecError::Invalid { path: path.into(), detail: err.to_string() }
-				})?;
-				spec.allowances()
-					.map_err(|detail| ChainSpecError::Invalid { path: path.into(), detail })?;
+					.map_err(|source| Error::ChainSpecRead { path: path.into(), source })?;
+				let invalid =
+					|detail: String| Error::ChainSpecInvalid { path: path.into(), detail };
+				let spec: ChainSpec =
+					serde_json::from_str(&text).map_err(|err| invalid(err.to_string()))?;
+				spec.allowances().map_err(|err| invalid(err.to_string()))?;
 				Ok(spec)
 			}
 		}
 	}
 
 	/// The allowances in the genesis storage.
-	pub fn allowances(&self) -> Result<MapAllowances, String> {
+	pub fn allowances(&self) -> Result<MapAllowances, Error> {
+		let decode = |what: &'static str, text: &str| {
+			hex::decode(text.trim_start_matches("0x")).map_err(|source| Error::GenesisHex {
+				what,
+				text: text.into(),
+				source,
+			})
+		};
 		let mut pairs = Vec::new();
 		for (key, value) in &self.genesis.raw.top {
-			let key = hex::decode(key.trim_start_matches("0x"))
-				.map_err(|err| format!("genesis key {key} is not hex: {err}"))?;
-			let value = hex::decode(value.trim_start_matches("0x"))
-				.map_err(|err| format!("genesis value {value} is not hex: {err}"))?;
-			pairs.push((key, value));
+			pairs.push((decode("key", key)?, decode("value", value)?));
 		}
-		MapAllowances::from_storage(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))
-			.map_err(|err| err.to_string())
+		Ok(MapAllowances::from_storage(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))?)
 	}
 
 	/// Pretty JSON.
-	pub fn to_json(&self) -> String {
-		serde_json::to_string_pretty(self).unwrap_or_default()
+	pub fn to_json(&self) -> Result<String, Error> {
+		serde_json::to_string_pretty(self).map_err(Error::ChainSpecJson)
 	}
 }
 
@@ -166,7 +148,7 @@ mod tests {
 		let spec = ChainSpec::load("local").unwrap();
 		let dir = tempfile::tempdir().unwrap();
 		let path = dir.path().join("spec.json");
-		std::fs::write(&path, spec.to_json()).unwrap();
+		std::fs::write(&path, spec.to_json().unwrap()).unwrap();
 		let back = ChainSpec::load(path.to_str().unwrap()).unwrap();
 		assert_eq!(back.id, "local_testnet");
 		assert_eq!(back.genesis.raw.top, spec.genesis.raw.top);

@@ -3,10 +3,35 @@
 //! ```sh
 //! cargo run --release -p statement-node -- --dev
 //! ```
+//!
+//! The node only wires parts together; each module is one of them:
+//!
+//! ```text
+//! cli --RunCmd--> service --chain--> chain_spec   (allowances, database id)
+//!                    |    --path---> database     (base path -> chains/<id>/statements)
+//!                    |    --Config-> statement-store: Store::open, maintenance every 30 s
+//!                    |                  | Store handles
+//!                    |                  +--> rpc --> statement-rpc + system_* (HTTP and WS)
+//!                    |                  +--> prometheus --> GET /metrics
+//!                    +-- SIGINT/SIGTERM: stop rpc, maintenance, metrics; the store closes
+//! cli --build-spec--> chain_spec      cli --sign--> sign      cli --check-db/repair--> database
+//! every part --error::Error--> main, which prints it once and exits non-zero
+//! ```
+//!
+//! - `cli`: flags and subcommands, with Substrate's names.
+//! - `service`: runs the node: opens the store, starts maintenance, RPC and metrics, waits
+//!   for a signal, then shuts them down in order.
+//! - `chain_spec`: the built-in `dev` and `local` specs and JSON files; genesis allowances.
+//! - `database`: where the database lives under the base path; `check-db` and `repair`.
+//! - `rpc`: the JSON-RPC server (HTTP and WebSocket on one port) and its connection limits.
+//! - `prometheus`: the metrics endpoint.
+//! - `sign`: builds and signs a statement for `statement_submit`.
+//! - `error`: the one error type; every command returns it and `main` prints it once.
 
 mod chain_spec;
 mod cli;
 mod database;
+mod error;
 mod prometheus;
 mod rpc;
 mod service;
@@ -22,8 +47,8 @@ fn main() -> ExitCode {
 	install_panic_hook();
 	let result = match &cli.subcommand {
 		Some(Command::BuildSpec { chain, .. }) => chain_spec::ChainSpec::load(chain)
-			.map(|spec| println!("{}", spec.to_json()))
-			.map_err(|err| err.to_string()),
+			.and_then(|spec| spec.to_json())
+			.map(|json| println!("{json}")),
 		Some(Command::Sign(cmd)) => sign::run(cmd),
 		Some(Command::CheckDb(cmd)) => database::check(cmd),
 		Some(Command::Repair(cmd)) => database::repair(cmd),
@@ -31,9 +56,9 @@ fn main() -> ExitCode {
 	};
 	match result {
 		Ok(()) => ExitCode::SUCCESS,
-		Err(message) => {
-			log::error!("{message}");
-			eprintln!("Error: {message}");
+		Err(err) => {
+			// Once, on stderr directly: the log may be filtered off, and both would repeat it.
+			eprintln!("Error: {err}");
 			ExitCode::FAILURE
 		}
 	}
@@ -48,7 +73,10 @@ fn init_logging(filters: &[String]) {
 		builder.parse_filters(directive.trim());
 	}
 	builder.format_timestamp_millis();
-	let _ = builder.try_init();
+	// Fails only if a logger is already installed; then that one is used and this is noise.
+	if let Err(err) = builder.try_init() {
+		eprintln!("warning: logging not configured: {err}");
+	}
 }
 
 /// Report a panic as one error line in the log instead of a trace. The store catches

@@ -1,5 +1,6 @@
 //! The Prometheus endpoint: `GET /metrics` in the text exposition format.
 
+use crate::error::Error;
 use statement_store::Store;
 use std::{net::SocketAddr, time::SystemTime};
 use tokio::{
@@ -10,10 +11,19 @@ use tokio::{
 /// Serve metrics on `addr` until the task is dropped.
 pub async fn serve(listener: TcpListener, store: Store, started: SystemTime) {
 	loop {
-		let Ok((mut stream, _)) = listener.accept().await else { continue };
+		let mut stream = match listener.accept().await {
+			Ok((stream, _)) => stream,
+			Err(err) => {
+				// Out of file descriptors, most likely: retrying at once would spin a core.
+				log::debug!("cannot accept a metrics connection: {err}");
+				tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+				continue;
+			}
+		};
 		let store = store.clone();
 		tokio::spawn(async move {
 			let mut request = [0u8; 1024];
+			// A scraper that hung up before asking needs no answer.
 			let Ok(read) = stream.read(&mut request).await else { return };
 			let head = String::from_utf8_lossy(&request[..read]);
 			let response = if head.starts_with("GET /metrics ") {
@@ -26,16 +36,17 @@ pub async fn serve(listener: TcpListener, store: Store, started: SystemTime) {
 				"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 					.to_string()
 			};
-			let _ = stream.write_all(response.as_bytes()).await;
+			// A scraper that hung up before the answer loses only its own scrape.
+			if let Err(err) = stream.write_all(response.as_bytes()).await {
+				log::debug!("cannot answer a metrics request: {err}");
+			}
 		});
 	}
 }
 
 /// Bind the metrics listener, with a clear error if the port is taken.
-pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
-	TcpListener::bind(addr)
-		.await
-		.map_err(|err| format!("cannot serve Prometheus metrics on {addr}: {err}"))
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
+	TcpListener::bind(addr).await.map_err(|source| Error::Metrics { addr, source })
 }
 
 /// The metrics text.

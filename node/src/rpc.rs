@@ -10,7 +10,7 @@ mod connections;
 mod oversized;
 mod tracking;
 
-use crate::cli::RpcMethods;
+use crate::{cli::RpcMethods, error::Error};
 use connections::{Connections, TrackedStream};
 use hyper_util::{
 	rt::{TokioExecutor, TokioIo},
@@ -76,7 +76,14 @@ fn cors_layer(cors: Option<&str>) -> CorsLayer {
 		Some(list) => {
 			let origins = list
 				.split(',')
-				.filter_map(|origin| origin.trim().parse().ok())
+				.filter_map(|origin| match origin.trim().parse() {
+					Ok(value) => Some(value),
+					// Only control characters fail here; the other origins still work.
+					Err(_) => {
+						log::warn!("--rpc-cors: ignoring {origin:?}, not a valid header value");
+						None
+					}
+				})
 				.collect::<Vec<http::HeaderValue>>();
 			base.allow_origin(AllowOrigin::list(origins))
 		}
@@ -95,38 +102,44 @@ fn cors_layer(cors: Option<&str>) -> CorsLayer {
 	}
 }
 
-/// The full set of methods the node serves.
-pub fn module(store: Store, config: &RpcConfig) -> RpcModule<()> {
+/// The full set of methods the node serves; an error if two of them share a name.
+pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> {
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
-	module
-		.merge(StatementRpc::new(store, unsafe_allowed).into_module())
-		.expect("statement methods do not collide with system methods; qed");
-	let name = config.name.clone();
-	let chain = config.chain.clone();
-	let _ = module.register_method("system_name", move |_, _, _| name.clone());
-	let _ = module.register_method("system_version", |_, _, _| env!("CARGO_PKG_VERSION"));
-	let _ = module.register_method("system_chain", move |_, _, _| chain.clone());
-	let _ = module.register_method(
+	module.merge(StatementRpc::new(store, unsafe_allowed).into_module())?;
+	add_system_methods(&mut module, config.name.clone(), config.chain.clone())?;
+	Ok(module)
+}
+
+/// Substrate's `system_*` methods and `rpc_methods`, which lists every method in `module`
+/// (so it comes last).
+fn add_system_methods(
+	module: &mut RpcModule<()>,
+	name: String,
+	chain: String,
+) -> Result<(), Error> {
+	module.register_method("system_name", move |_, _, _| name.clone())?;
+	module.register_method("system_version", |_, _, _| env!("CARGO_PKG_VERSION"))?;
+	module.register_method("system_chain", move |_, _, _| chain.clone())?;
+	module.register_method(
 		"system_health",
 		|_, _, _| serde_json::json!({ "peers": 0, "isSyncing": false, "shouldHavePeers": false }),
-	);
+	)?;
 	let mut names: Vec<&'static str> = module.method_names().collect();
 	names.push("rpc_methods");
 	names.sort_unstable();
-	let _ = module.register_method(
+	module.register_method(
 		"rpc_methods",
 		move |_, _, _| serde_json::json!({ "version": 1, "methods": names }),
-	);
-	module
+	)?;
+	Ok(())
 }
 
 /// Start serving; the returned handle stops the server.
-pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, SocketAddr), String> {
-	let listener = TcpListener::bind(config.addr)
-		.await
-		.map_err(|err| format!("cannot serve JSON-RPC on {}: {err}", config.addr))?;
-	let addr = listener.local_addr().map_err(|err| err.to_string())?;
+pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, SocketAddr), Error> {
+	let rpc_error = |source| Error::Rpc { addr: config.addr, source };
+	let listener = TcpListener::bind(config.addr).await.map_err(rpc_error)?;
+	let addr = listener.local_addr().map_err(rpc_error)?;
 	let server_config = ServerConfig::builder()
 		// Connections are limited by `Connections` below. jsonrpsee's own count (of HTTP
 		// requests in progress and WebSockets) then only bounds HTTP/2 streams; it is set above
@@ -151,7 +164,8 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 		.to_service_builder();
 	let connections = Connections::new(config.max_connections as usize, config.request_timeout);
 	let cors = cors_layer(config.cors.as_deref());
-	let methods: Methods = module(store, &config).into();
+	// Built before the accept loop, so that a collision stops the node before it serves.
+	let methods: Methods = module(store, &config)?.into();
 	let (stop, handle) = stop_channel();
 	tokio::spawn(async move {
 		let stopped = stop.clone().shutdown();
@@ -176,7 +190,10 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 							.clone()
 							.set_http_middleware(http_middleware)
 							.build(methods.clone(), stop.clone());
-						let _ = socket.set_nodelay(true);
+						// Without it replies wait on Nagle's timer; slower, not wrong.
+						if let Err(err) = socket.set_nodelay(true) {
+							log::debug!("cannot set TCP_NODELAY on an RPC connection: {err}");
+						}
 						let stream = TrackedStream::new(socket, slot);
 						tokio::spawn(serve_connection(stream, service, stop.clone()));
 					}
@@ -224,5 +241,23 @@ where
 /// Tell a connection past the limit why, without waiting on it, and close it.
 fn refuse(socket: TcpStream) {
 	log::debug!("RPC connections full, every one busy: refusing a new connection");
-	let _ = socket.try_write(REFUSED.as_bytes());
+	// Best effort by design: a client too slow to take 150 bytes at once is not waited for,
+	// and the connection closes either way.
+	if let Err(err) = socket.try_write(REFUSED.as_bytes()) {
+		log::debug!("cannot tell a refused RPC connection why: {err}");
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn a_method_name_registered_twice_is_an_error_not_a_silent_skip() {
+		let mut module = RpcModule::new(());
+		add_system_methods(&mut module, "node".into(), "chain".into()).unwrap();
+		let err = add_system_methods(&mut module, "node".into(), "chain".into()).unwrap_err();
+		assert!(matches!(err, Error::RpcMethod(_)), "{err:?}");
+		assert!(err.to_string().contains("system_name"), "{err}");
+	}
 }

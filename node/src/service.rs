@@ -3,9 +3,11 @@
 use crate::{
 	chain_spec::ChainSpec,
 	cli::{RunCmd, MIB},
-	database, prometheus, rpc,
+	database,
+	error::Error,
+	prometheus, rpc,
 };
-use statement_store::{Config, Error as StoreError, Store};
+use statement_store::{Config, Store};
 use std::{
 	net::{IpAddr, Ipv4Addr, SocketAddr},
 	sync::Arc,
@@ -16,12 +18,12 @@ use std::{
 const MAINTENANCE_PERIOD: Duration = Duration::from_secs(30);
 
 /// Run the node until SIGINT or SIGTERM.
-pub fn run(cmd: RunCmd) -> Result<(), String> {
+pub fn run(cmd: RunCmd) -> Result<(), Error> {
 	let runtime = tokio::runtime::Builder::new_multi_thread()
 		.enable_all()
 		.thread_name("statement-node")
 		.build()
-		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
+		.map_err(Error::Runtime)?;
 	let result = runtime.block_on(run_async(cmd));
 	// The store closes when its last handle goes, and tasks on the runtime hold handles.
 	drop(runtime);
@@ -31,22 +33,26 @@ pub fn run(cmd: RunCmd) -> Result<(), String> {
 	result
 }
 
-async fn run_async(cmd: RunCmd) -> Result<(), String> {
+async fn run_async(cmd: RunCmd) -> Result<(), Error> {
 	let started = SystemTime::now();
 	// Installed before anything else, so a signal during startup is not the default "die".
 	let shutdown = Shutdown::install()?;
 	let chain = cmd.chain.clone().unwrap_or_else(|| if cmd.dev { "dev" } else { "local" }.into());
-	let spec = ChainSpec::load(&chain).map_err(|err| err.to_string())?;
+	let spec = ChainSpec::load(&chain)?;
 	let allowances = spec.allowances()?;
 	// Lives until the node exits, then the temporary directory goes with it.
 	let mut _tmp = None;
 	let base_path = match &cmd.base_path {
 		Some(path) => path.clone(),
 		None if cmd.tmp || cmd.dev => {
-			let dir = tempfile::Builder::new()
-				.prefix("statement-node")
-				.tempdir()
-				.map_err(|err| format!("cannot create a temporary base path: {err}"))?;
+			let dir =
+				tempfile::Builder::new().prefix("statement-node").tempdir().map_err(|source| {
+					Error::Io {
+						operation: "create a temporary base path in",
+						path: std::env::temp_dir(),
+						source,
+					}
+				})?;
 			let path = dir.path().to_path_buf();
 			_tmp = Some(dir);
 			path
@@ -73,15 +79,8 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 	config.sync_wal = cmd.statement_store_sync_wal;
 	config.min_free_bytes = cmd.statement_store_min_free_mib.saturating_mul(MIB as u64);
 	config.skip_intent_gaps = cmd.statement_store_skip_intent_gaps;
-	let store = Store::open(config, Arc::new(allowances)).map_err(|err| match err {
-		StoreError::Db(parity_db_error) if parity_db_error.to_string().contains("in use") => {
-			format!(
-			"the database at {} is in use by another process; is another node running with this base path?",
-			db_path.display()
-		)
-		}
-		other => other.to_string(),
-	})?;
+	let store = Store::open(config, Arc::new(allowances))
+		.map_err(|err| Error::opening(err, db_path.clone()))?;
 	log::info!("Statement store opened with {} statements", store.len());
 	if cmd.statement_store_sync_wal {
 		log::info!(
@@ -121,15 +120,20 @@ async fn run_async(cmd: RunCmd) -> Result<(), String> {
 		} else {
 			IpAddr::V4(Ipv4Addr::LOCALHOST)
 		};
-		let listener = prometheus::bind(SocketAddr::new(ip, cmd.prometheus_port)).await?;
-		let addr = listener.local_addr().map_err(|err| err.to_string())?;
+		let asked = SocketAddr::new(ip, cmd.prometheus_port);
+		let listener = prometheus::bind(asked).await?;
+		let addr =
+			listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
 		log::info!("Prometheus exporter started at {addr}/metrics");
 		Some(tokio::spawn(prometheus::serve(listener, store.clone(), started)))
 	};
 
 	shutdown.wait().await;
 	log::info!("Shutting down");
-	let _ = server.stop();
+	// Fails only if the server already stopped, which is what is asked for.
+	if server.stop().is_err() {
+		log::debug!("the JSON-RPC server had already stopped");
+	}
 	server.stopped().await;
 	maintenance.abort();
 	if let Some(task) = metrics_task {
@@ -148,13 +152,11 @@ struct Shutdown {
 }
 
 impl Shutdown {
-	fn install() -> Result<Self, String> {
+	fn install() -> Result<Self, Error> {
 		#[cfg(unix)]
 		{
 			use tokio::signal::unix::{signal, SignalKind};
-			let catch = |kind: SignalKind| {
-				signal(kind).map_err(|err| format!("cannot install a signal handler: {err}"))
-			};
+			let catch = |kind: SignalKind| signal(kind).map_err(Error::Signal);
 			Ok(Shutdown {
 				interrupt: catch(SignalKind::interrupt())?,
 				terminate: catch(SignalKind::terminate())?,
@@ -170,7 +172,11 @@ impl Shutdown {
 			_ = self.interrupt.recv() => {},
 			_ = self.terminate.recv() => {},
 		}
+		// If Ctrl-C cannot be listened for, stopping at once is the only safe answer: the
+		// alternative is a node that cannot be stopped cleanly.
 		#[cfg(not(unix))]
-		let _ = tokio::signal::ctrl_c().await;
+		if let Err(err) = tokio::signal::ctrl_c().await {
+			log::error!("cannot listen for Ctrl-C, shutting down: {err}");
+		}
 	}
 }

@@ -1,29 +1,38 @@
 //! `statement-node sign`: build and sign a statement for `statement_submit`.
 
-use crate::cli::SignCmd;
+use crate::{cli::SignCmd, error::Error};
 use sp_core::{sr25519, Pair};
 use statement_primitives::{Statement, Topic, MAX_TOPICS};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// 32 bytes from `0x`-hex, or blake2-256 of the text.
-pub fn bytes32(text: &str) -> Result<[u8; 32], String> {
+pub fn bytes32(text: &str) -> Result<[u8; 32], Error> {
+	let bad = |detail: String| Error::Bytes32 { text: text.into(), detail };
 	if let Some(hex_digits) = text.strip_prefix("0x") {
-		let bytes = hex::decode(hex_digits).map_err(|err| format!("{text}: {err}"))?;
-		return bytes.try_into().map_err(|_| format!("{text}: need exactly 32 bytes"));
+		let bytes = hex::decode(hex_digits).map_err(|err| bad(err.to_string()))?;
+		return bytes
+			.try_into()
+			.map_err(|bytes: Vec<u8>| bad(format!("need exactly 32 bytes, got {}", bytes.len())));
 	}
 	Ok(sp_crypto_hashing::blake2_256(text.as_bytes()))
 }
 
 /// The signed statement `cmd` describes.
-pub fn build(cmd: &SignCmd) -> Result<Statement, String> {
+pub fn build(cmd: &SignCmd) -> Result<Statement, Error> {
 	if cmd.topics.len() > MAX_TOPICS {
-		return Err(format!("{} topics given, at most {MAX_TOPICS}", cmd.topics.len()));
+		return Err(Error::TooManyTopics { given: cmd.topics.len(), max: MAX_TOPICS });
 	}
 	let pair = sr25519::Pair::from_string(&cmd.suri, None)
-		.map_err(|err| format!("bad secret URI {:?}: {err:?}", cmd.suri))?;
-	let now = SystemTime::now().duration_since(UNIX_EPOCH).map_err(|err| err.to_string())?;
-	let expires = u32::try_from(now.as_secs() + cmd.expires_in)
-		.map_err(|_| "expiry past the year 2106".to_string())?;
+		.map_err(|err| Error::Keys { suri: cmd.suri.clone(), detail: format!("{err:?}") })?;
+	let now = SystemTime::now()
+		.duration_since(UNIX_EPOCH)
+		.map_err(|err| Error::Expiry(format!("the system clock is before 1970: {err}")))?;
+	// `--expires-in` is any u64, so the sum can overflow before the u32 check sees it.
+	let expires = now
+		.as_secs()
+		.checked_add(cmd.expires_in)
+		.and_then(|secs| u32::try_from(secs).ok())
+		.ok_or_else(|| Error::Expiry("expiry past the year 2106".into()))?;
 	let mut statement = Statement::new();
 	statement.set_expiry_from_parts(expires, cmd.sequence);
 	for (index, topic) in cmd.topics.iter().enumerate() {
@@ -41,7 +50,7 @@ pub fn build(cmd: &SignCmd) -> Result<Statement, String> {
 }
 
 /// Print the statement, its hash and topics, as `sign` does.
-pub fn run(cmd: &SignCmd) -> Result<(), String> {
+pub fn run(cmd: &SignCmd) -> Result<(), Error> {
 	let statement = build(cmd)?;
 	eprintln!("hash: 0x{}", hex::encode(statement.hash()));
 	for topic in statement.topics() {

@@ -19,7 +19,7 @@ fn signed(data: &str) -> String {
 }
 
 #[tokio::test]
-async fn check_db_passes_a_sound_database_and_repair_rebuilds_it() {
+async fn check_db_refuses_a_running_node_passes_a_sound_database_and_repair_rebuilds_it() {
 	let base = tempfile::tempdir().unwrap();
 	let base_path = base.path().to_str().unwrap();
 	let node = Node::start(&["--chain", "dev", "-d", base_path, "--no-prometheus"]);
@@ -31,6 +31,11 @@ async fn check_db_passes_a_sound_database_and_repair_rebuilds_it() {
 			.unwrap();
 		assert_eq!(result["status"], "new");
 	}
+	// The store is opened the same way as by the node, so a running node's lock is named.
+	let busy = node_command(&["check-db", "--chain", "dev", "-d", base_path]);
+	assert!(!busy.status.success());
+	let stderr = String::from_utf8_lossy(&busy.stderr);
+	assert!(stderr.contains("in use by another process"), "{stderr}");
 	assert!(node.stop().success());
 
 	let check = node_command(&["check-db", "--chain", "dev", "-d", base_path]);

@@ -279,7 +279,7 @@ fn a_second_node_on_the_same_base_path_is_refused_with_a_clear_error() {
 	assert!(!status.success());
 	let mut stderr = String::new();
 	second.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-	assert!(stderr.contains("in use by another process"), "{stderr}");
+	assert_eq!(stderr.matches("in use by another process").count(), 1, "said once: {stderr}");
 }
 
 /// One value from the node's Prometheus endpoint.

@@ -67,6 +67,8 @@ where
 	}
 
 	fn call(&mut self, request: Request<B>) -> Self::Future {
+		// An unreadable length is not ours to judge: hyper refuses a malformed one, and
+		// jsonrpsee still enforces the limit on whatever body arrives.
 		let declared = request
 			.headers()
 			.get(header::CONTENT_LENGTH)

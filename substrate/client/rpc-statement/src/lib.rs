@@ -22,6 +22,7 @@
 //! queue, and a subscriber that falls further behind is dropped with a subscription error
 //! notification (`{"params": {"subscription": .., "error": "subscription dropped: .."}}`), as
 //! Substrate closes lagging subscriptions.
+#![forbid(unsafe_code)]
 
 use jsonrpsee::{
 	core::SubscriptionError,

@@ -21,6 +21,7 @@
 //! assert_eq!(decoded, statement);
 //! assert_eq!(decoded.verify_signature(), SignatureVerificationResult::Valid(alice.public().0));
 //! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod allowance;
