@@ -4,6 +4,7 @@
 //! sees half of it.
 
 use crate::{
+	error::bad,
 	intent::Step,
 	posting::{decode_segment, encode_segment, segment_base},
 	schema::{self, Counters, Id, PostingKey, Record, Usage},
@@ -15,6 +16,55 @@ use parity_db::ColId;
 use statement_primitives::{AccountId, Hash};
 use std::collections::{BTreeMap, HashMap};
 
+impl Inner {
+	/// The one write path: take the writer lock, let `build` fill a batch that starts from the
+	/// current counters, commit it (unless `build` left it empty) and write the counters back.
+	/// Returns what `build` returns; on error nothing of the batch is visible or durable.
+	pub fn write<T>(&self, build: impl FnOnce(&mut Batch<'_>) -> Result<T>) -> Result<T> {
+		let mut counters = self.writer.lock();
+		let mut batch = Batch::new(self, *counters);
+		let out = build(&mut batch)?;
+		if !batch.is_empty() {
+			*counters = batch.commit()?;
+		}
+		Ok(out)
+	}
+
+	/// When a ban placed now ends (unix seconds).
+	pub fn ban_until(&self) -> u64 {
+		self.config.clock.now() + self.config.ban_period.as_secs()
+	}
+
+	/// `account`'s statements, lowest expiry (lowest priority) first: the order in which
+	/// eviction takes them.
+	pub fn by_priority(&self, account: &AccountId) -> Result<AccountWalk<'_>> {
+		let mut iter = self.db.iter(schema::COL_ACCOUNT)?;
+		iter.seek(account)?;
+		Ok(AccountWalk { inner: self, iter, account: *account })
+	}
+}
+
+/// An account's statements in priority order (see [`Inner::by_priority`]).
+pub struct AccountWalk<'a> {
+	inner: &'a Inner,
+	iter: parity_db::BTreeIterator<'a>,
+	account: AccountId,
+}
+
+impl AccountWalk<'_> {
+	/// The next statement: its expiry, hash and record.
+	pub fn next(&mut self) -> Result<Option<(u64, Hash, Record)>> {
+		let Some((key, value)) = self.iter.next()? else { return Ok(None) };
+		if !key.starts_with(&self.account) {
+			return Ok(None);
+		}
+		let expiry = schema::be_u64(&key, 32).ok_or_else(|| bad(schema::COL_ACCOUNT, "key"))?;
+		let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
+		let record = self.inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+		Ok(Some((expiry, hash, record)))
+	}
+}
+
 /// Changes collected for one commit. Built while holding the store's writer lock.
 pub struct Batch<'a> {
 	inner: &'a Inner,
@@ -23,6 +73,8 @@ pub struct Batch<'a> {
 	postings: Vec<(PostingKey, Id, bool)>,
 	usage: HashMap<AccountId, Usage>,
 	counters: Counters,
+	/// The counters before the batch.
+	start: Counters,
 	added: Vec<(Hash, Record, Vec<u8>)>,
 	removed: Vec<(Hash, Id)>,
 	/// What the batch did, for the intent log.
@@ -39,10 +91,16 @@ impl<'a> Batch<'a> {
 			postings: Vec::new(),
 			usage: HashMap::new(),
 			counters,
+			start: counters,
 			added: Vec::new(),
 			removed: Vec::new(),
 			steps: Vec::new(),
 		}
+	}
+
+	/// The counters as they stood before this batch.
+	pub fn counters(&self) -> Counters {
+		self.start
 	}
 
 	/// Whether the batch changes nothing.
@@ -79,9 +137,8 @@ impl<'a> Batch<'a> {
 			// A replaced holder of this channel may have queued a delete of the same key.
 			let key = schema::channel_key(&account, channel);
 			self.ops.retain(|(col, k, _)| !(*col == schema::COL_CHANNEL && k[..] == key[..]));
-			let mut value = id.to_le_bytes().to_vec();
-			value.extend_from_slice(&record.expiry.to_le_bytes());
-			self.ops.push((schema::COL_CHANNEL, key.to_vec(), Some(value)));
+			let entry = schema::ChannelEntry { id, expiry: record.expiry };
+			self.ops.push((schema::COL_CHANNEL, key.to_vec(), Some(entry.encode())));
 		}
 		for key in record.posting_keys() {
 			self.posting(key, id, true)?;
@@ -122,7 +179,9 @@ impl<'a> Batch<'a> {
 				Some((_, _, value)) => value.clone(),
 				None => current,
 			};
-			if holder.as_deref().and_then(schema::le_u64_prefix) == Some(id) {
+			if holder.as_deref().map(schema::ChannelEntry::decode).transpose()?.map(|e| e.id)
+				== Some(id)
+			{
 				self.ops.push((schema::COL_CHANNEL, key.to_vec(), None));
 			}
 		}

@@ -6,7 +6,6 @@
 //! when its time budget is spent and carries on where it left off next time.
 
 use crate::{
-	batch::Batch,
 	error::bad,
 	schema::{self, Usage},
 	store::Store,
@@ -105,28 +104,26 @@ impl Store {
 	fn expire_slice(&self) -> Result<usize> {
 		let inner = &self.inner;
 		let now = inner.config.clock.now();
-		let mut counters = inner.writer.lock();
-		let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
-		iter.seek_to_first()?;
-		let mut batch = Batch::new(inner, *counters);
-		let ban_until = now + inner.config.ban_period.as_secs();
-		let mut removed = 0;
-		while removed < SLICE {
-			let Some((key, value)) = iter.next()? else { break };
-			let expiry = schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_EXPIRY, "key"))?;
-			if expiry >> 32 >= now {
-				break;
+		inner.write(|batch| {
+			let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
+			iter.seek_to_first()?;
+			let ban_until = inner.ban_until();
+			let mut removed = 0;
+			while removed < SLICE {
+				let Some((key, value)) = iter.next()? else { break };
+				let expiry =
+					schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_EXPIRY, "key"))?;
+				if expiry >> 32 >= now {
+					break;
+				}
+				let hash =
+					schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
+				let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+				batch.remove(&hash, &record, Some(ban_until))?;
+				removed += 1;
 			}
-			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
-			let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
-			batch.remove(&hash, &record, Some(ban_until))?;
-			removed += 1;
-		}
-		if removed > 0 {
-			let after = batch.commit()?;
-			*counters = after;
-		}
-		Ok(removed)
+			Ok(removed)
+		})
 	}
 
 	/// Evict the lowest-priority statements (lowest expiry first, over all accounts) until the
@@ -156,32 +153,29 @@ impl Store {
 		);
 		let mut evicted = 0;
 		loop {
-			let mut counters = inner.writer.lock();
-			if !over(&counters) {
-				break;
-			}
-			let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
-			iter.seek_to_first()?;
-			let mut batch = Batch::new(inner, *counters);
-			let (mut count, mut size) = (counters.count, counters.total_size);
-			let mut removed = 0;
-			while removed < SLICE
-				&& (count > config.max_total_statements || size > config.max_total_size)
-			{
-				let Some((_, value)) = iter.next()? else { break };
-				let hash =
-					schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
-				let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
-				batch.remove(&hash, &record, None)?;
-				count -= 1;
-				size = size.saturating_sub(u64::from(record.encoded_len));
-				removed += 1;
-			}
-			drop(iter);
+			let removed = inner.write(|batch| {
+				let (mut count, mut size) = (batch.counters().count, batch.counters().total_size);
+				let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
+				iter.seek_to_first()?;
+				let mut removed = 0;
+				while removed < SLICE
+					&& (count > config.max_total_statements || size > config.max_total_size)
+				{
+					let Some((_, value)) = iter.next()? else { break };
+					let hash =
+						schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
+					let record =
+						inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+					batch.remove(&hash, &record, None)?;
+					count -= 1;
+					size = size.saturating_sub(u64::from(record.encoded_len));
+					removed += 1;
+				}
+				Ok(removed)
+			})?;
 			if removed == 0 {
 				break;
 			}
-			*counters = batch.commit()?;
 			evicted += removed as u64;
 		}
 		inner.metrics.add_evicted(evicted);
@@ -193,27 +187,24 @@ impl Store {
 	fn purge_bans_slice(&self) -> Result<usize> {
 		let inner = &self.inner;
 		let now = inner.config.clock.now();
-		let mut counters = inner.writer.lock();
-		let mut iter = inner.db.iter(schema::COL_BAN_ORDER)?;
-		iter.seek_to_first()?;
-		let mut batch = Batch::new(inner, *counters);
-		let mut purged = 0;
-		while purged < SLICE {
-			let Some((key, _)) = iter.next()? else { break };
-			let until = schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
-			if until > now {
-				break;
+		inner.write(|batch| {
+			let mut iter = inner.db.iter(schema::COL_BAN_ORDER)?;
+			iter.seek_to_first()?;
+			let mut purged = 0;
+			while purged < SLICE {
+				let Some((key, _)) = iter.next()? else { break };
+				let until =
+					schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
+				if until > now {
+					break;
+				}
+				let hash =
+					schema::array32(&key[8..]).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
+				batch.unban(&hash, until);
+				purged += 1;
 			}
-			let hash =
-				schema::array32(&key[8..]).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
-			batch.unban(&hash, until);
-			purged += 1;
-		}
-		if purged > 0 {
-			let after = batch.commit()?;
-			*counters = after;
-		}
-		Ok(purged)
+			Ok(purged)
+		})
 	}
 
 	/// Re-check up to one slice of accounts against their current allowance, evicting their
@@ -221,62 +212,50 @@ impl Store {
 	fn allowance_slice(&self) -> Result<(usize, usize, bool)> {
 		let inner = &self.inner;
 		let mut cursor = inner.allowance_cursor.lock();
-		let mut counters = inner.writer.lock();
-		let mut accounts = inner.db.iter(schema::COL_USAGE)?;
-		match &*cursor {
-			Some(last) => {
-				let mut next = last.to_vec();
-				next.push(0);
-				accounts.seek(&next)?;
+		inner.write(|batch| {
+			let mut accounts = inner.db.iter(schema::COL_USAGE)?;
+			match &*cursor {
+				Some(last) => {
+					let mut next = last.to_vec();
+					next.push(0);
+					accounts.seek(&next)?;
+				}
+				None => accounts.seek_to_first()?,
 			}
-			None => accounts.seek_to_first()?,
-		}
-		let mut batch = Batch::new(inner, *counters);
-		let ban_until = self.ban_until();
-		let (mut checked, mut evicted) = (0, 0);
-		let mut finished = true;
-		while let Some((key, value)) = accounts.next()? {
-			let account: AccountId =
-				schema::array32(&key).ok_or_else(|| bad(schema::COL_USAGE, "key"))?;
-			let usage: Usage = schema::decode_value(schema::COL_USAGE, &value)?;
-			let allowance = inner.allowances.allowance(&account)?.unwrap_or_default();
-			let (mut count, mut size) = (u64::from(usage.count), usage.data_size);
-			let over = |count: u64, size: u64| {
-				count > u64::from(allowance.max_count) || size > u64::from(allowance.max_size)
-			};
-			if over(count, size) {
-				let mut entries = inner.db.iter(schema::COL_ACCOUNT)?;
-				entries.seek(&account)?;
-				while over(count, size) {
-					let Some((entry_key, entry)) = entries.next()? else { break };
-					if !entry_key.starts_with(&account) {
-						break;
+			let ban_until = inner.ban_until();
+			let (mut checked, mut evicted) = (0, 0);
+			let mut finished = true;
+			while let Some((key, value)) = accounts.next()? {
+				let account: AccountId =
+					schema::array32(&key).ok_or_else(|| bad(schema::COL_USAGE, "key"))?;
+				let usage: Usage = schema::decode_value(schema::COL_USAGE, &value)?;
+				let allowance = inner.allowances.allowance(&account)?.unwrap_or_default();
+				let (mut count, mut size) = (u64::from(usage.count), usage.data_size);
+				let over = |count: u64, size: u64| {
+					count > u64::from(allowance.max_count) || size > u64::from(allowance.max_size)
+				};
+				if over(count, size) {
+					let mut walk = inner.by_priority(&account)?;
+					while over(count, size) {
+						let Some((_, hash, record)) = walk.next()? else { break };
+						batch.remove(&hash, &record, Some(ban_until))?;
+						count -= 1;
+						size -= u64::from(record.data_len);
+						evicted += 1;
 					}
-					let hash =
-						schema::array32(&entry).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
-					let record =
-						inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
-					batch.remove(&hash, &record, Some(ban_until))?;
-					count -= 1;
-					size -= u64::from(record.data_len);
-					evicted += 1;
+				}
+				checked += 1;
+				*cursor = Some(account);
+				if checked >= SLICE || evicted >= SLICE {
+					finished = false;
+					break;
 				}
 			}
-			checked += 1;
-			*cursor = Some(account);
-			if checked >= SLICE || evicted >= SLICE {
-				finished = false;
-				break;
+			if finished {
+				*cursor = None;
 			}
-		}
-		if finished {
-			*cursor = None;
-		}
-		if !batch.is_empty() {
-			let after = batch.commit()?;
-			*counters = after;
-		}
-		Ok((checked, evicted, finished))
+			Ok((checked, evicted, finished))
+		})
 	}
 
 	/// Run [`Store::maintain`] every `period` on a tokio runtime until the returned handle is

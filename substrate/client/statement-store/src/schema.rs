@@ -99,6 +99,36 @@ pub struct Counters {
 	pub next_id: Id,
 }
 
+/// What the channel column holds for an account's channel: the id and expiry of the
+/// statement holding it (16 bytes, both little-endian).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelEntry {
+	/// The holder's id.
+	pub id: Id,
+	/// The holder's expiry, which a replacement must exceed.
+	pub expiry: u64,
+}
+
+impl ChannelEntry {
+	/// The stored value.
+	pub fn encode(&self) -> Vec<u8> {
+		let mut value = self.id.to_le_bytes().to_vec();
+		value.extend_from_slice(&self.expiry.to_le_bytes());
+		value
+	}
+
+	/// Read a stored value.
+	pub fn decode(bytes: &[u8]) -> Result<ChannelEntry> {
+		let word = |at: usize| {
+			bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
+		};
+		match (word(0), word(8)) {
+			(Some(id), Some(expiry)) => Ok(ChannelEntry { id, expiry }),
+			_ => Err(crate::error::bad(COL_CHANNEL, "channel entry")),
+		}
+	}
+}
+
 /// What an account holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
 pub struct Usage {

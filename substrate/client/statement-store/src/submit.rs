@@ -5,7 +5,6 @@
 //! -> one commit -> cache and membership update -> subscribers.
 
 use crate::{
-	batch::Batch,
 	error::bad,
 	schema::{self, Id, Record},
 	store::Store,
@@ -46,8 +45,7 @@ impl Store {
 				max_size: MAX_STATEMENT_SIZE,
 			}));
 		}
-		let now = inner.config.clock.now();
-		if u64::from(statement.expiration_timestamp_secs()) < now {
+		if u64::from(statement.expiration_timestamp_secs()) < inner.config.clock.now() {
 			return Ok(SubmitResult::Invalid(InvalidReason::AlreadyExpired));
 		}
 		let hash = hash_encoded(&encoding);
@@ -78,38 +76,43 @@ impl Store {
 			}));
 		}
 
-		let mut counters = inner.writer.lock();
-		// Another writer may have stored it while we verified. Membership has no false
-		// negatives and is updated before the writer lock is released.
-		if inner.membership.contains(&hash) && inner.db.get(schema::COL_HASH, &hash)?.is_some() {
-			return Ok(SubmitResult::Known);
+		let evicted = inner.write(|batch| {
+			// Another writer may have stored it while we verified. Membership has no false
+			// negatives and is updated before the writer lock is released.
+			if inner.membership.contains(&hash) && inner.db.get(schema::COL_HASH, &hash)?.is_some()
+			{
+				return Ok(Err(SubmitResult::Known));
+			}
+			let evictions = match self.plan(&statement, &account, &allowance)? {
+				Ok(evictions) => evictions,
+				Err(reason) => return Ok(Err(SubmitResult::Rejected(reason))),
+			};
+			let counters = batch.counters();
+			let freed_size: u64 = evictions.iter().map(|(_, r)| u64::from(r.encoded_len)).sum();
+			let count_after = counters.count - evictions.len() as u64 + 1;
+			let size_after = counters.total_size - freed_size + encoding.len() as u64;
+			if count_after > inner.config.max_total_statements
+				|| size_after > inner.config.max_total_size
+			{
+				return Ok(Err(SubmitResult::Rejected(RejectionReason::StoreFull)));
+			}
+			let ban_until = inner.ban_until();
+			for (evicted, record) in &evictions {
+				batch.remove(evicted, record, Some(ban_until))?;
+			}
+			if let Some(until) = ban {
+				batch.unban(&hash, until);
+			}
+			batch.add(hash, account, &statement, encoding)?;
+			Ok(Ok(evictions.len() as u64))
+		})?;
+		match evicted {
+			Ok(evicted) => {
+				inner.metrics.add_evicted(evicted);
+				Ok(SubmitResult::New)
+			}
+			Err(refused) => Ok(refused),
 		}
-		let evictions = match self.plan(&statement, &account, &allowance)? {
-			Ok(evictions) => evictions,
-			Err(reason) => return Ok(SubmitResult::Rejected(reason)),
-		};
-		let freed_size: u64 = evictions.iter().map(|(_, r)| u64::from(r.encoded_len)).sum();
-		let count_after = counters.count - evictions.len() as u64 + 1;
-		let size_after = counters.total_size - freed_size + encoding.len() as u64;
-		if count_after > inner.config.max_total_statements
-			|| size_after > inner.config.max_total_size
-		{
-			return Ok(SubmitResult::Rejected(RejectionReason::StoreFull));
-		}
-
-		let ban_until = now + inner.config.ban_period.as_secs();
-		let mut batch = Batch::new(inner, *counters);
-		for (evicted, record) in &evictions {
-			batch.remove(evicted, record, Some(ban_until))?;
-		}
-		if let Some(until) = ban {
-			batch.unban(&hash, until);
-		}
-		batch.add(hash, account, &statement, encoding)?;
-		let after = batch.commit()?;
-		*counters = after;
-		inner.metrics.add_evicted(evictions.len() as u64);
-		Ok(SubmitResult::New)
 	}
 
 	/// Decide what must go for `statement` to fit its account, or why it cannot.
@@ -125,20 +128,14 @@ impl Store {
 		if let Some(channel) = statement.channel() {
 			let key = schema::channel_key(account, &channel);
 			if let Some(value) = inner.db.get(schema::COL_CHANNEL, &key)? {
-				let old_expiry = value
-					.get(8..16)
-					.and_then(|bytes| bytes.try_into().ok())
-					.map(u64::from_le_bytes)
-					.ok_or_else(|| bad(schema::COL_CHANNEL, "channel entry"))?;
-				if old_expiry >= expiry {
+				let holder = schema::ChannelEntry::decode(&value)?;
+				if holder.expiry >= expiry {
 					return Ok(Err(RejectionReason::ChannelPriorityTooLow {
 						submitted_expiry: expiry,
-						min_expiry: old_expiry,
+						min_expiry: holder.expiry,
 					}));
 				}
-				let old_id = schema::le_u64_prefix(&value)
-					.ok_or_else(|| bad(schema::COL_CHANNEL, "channel entry"))?;
-				evictions.push(self.evictee(account, old_expiry, old_id)?);
+				evictions.push(self.evictee(account, holder.expiry, holder.id)?);
 			}
 		}
 
@@ -158,26 +155,18 @@ impl Store {
 		if !over(count, size) {
 			return Ok(Ok(evictions));
 		}
-		let mut iter = inner.db.iter(schema::COL_ACCOUNT)?;
-		iter.seek(account)?;
+		let mut walk = inner.by_priority(account)?;
 		while over(count, size) {
-			let Some((key, value)) = iter.next()? else { break };
-			if !key.starts_with(account) {
-				break;
-			}
-			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
+			let Some((entry_expiry, hash, record)) = walk.next()? else { break };
 			if evictions.iter().any(|(evicted, _)| *evicted == hash) {
 				continue;
 			}
-			let entry_expiry =
-				schema::be_u64(&key, 32).ok_or_else(|| bad(schema::COL_ACCOUNT, "key"))?;
 			if entry_expiry >= expiry {
 				return Ok(Err(RejectionReason::AccountFull {
 					submitted_expiry: expiry,
 					min_expiry: entry_expiry,
 				}));
 			}
-			let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
 			count -= 1;
 			size -= u64::from(record.data_len);
 			evictions.push((hash, record));
@@ -215,40 +204,24 @@ impl Store {
 
 	pub(crate) fn remove_statement(&self, hash: &Hash) -> Result<()> {
 		let inner = &self.inner;
-		let mut counters = inner.writer.lock();
-		let Some(record) = inner.record(hash)? else { return Ok(()) };
-		let mut batch = Batch::new(inner, *counters);
-		batch.remove(hash, &record, Some(self.ban_until()))?;
-		let after = batch.commit()?;
-		*counters = after;
-		Ok(())
+		inner.write(|batch| {
+			if let Some(record) = inner.record(hash)? {
+				batch.remove(hash, &record, Some(inner.ban_until()))?;
+			}
+			Ok(())
+		})
 	}
 
 	pub(crate) fn remove_account(&self, account: &AccountId) -> Result<()> {
 		let inner = &self.inner;
-		let mut counters = inner.writer.lock();
-		let mut iter = inner.db.iter(schema::COL_ACCOUNT)?;
-		iter.seek(account)?;
-		let mut batch = Batch::new(inner, *counters);
-		let ban_until = self.ban_until();
-		while let Some((key, value)) = iter.next()? {
-			if !key.starts_with(account) {
-				break;
+		inner.write(|batch| {
+			let ban_until = inner.ban_until();
+			let mut walk = inner.by_priority(account)?;
+			while let Some((_, hash, record)) = walk.next()? {
+				batch.remove(&hash, &record, Some(ban_until))?;
 			}
-			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
-			let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
-			batch.remove(&hash, &record, Some(ban_until))?;
-		}
-		if batch.is_empty() {
-			return Ok(());
-		}
-		let after = batch.commit()?;
-		*counters = after;
-		Ok(())
-	}
-
-	pub(crate) fn ban_until(&self) -> u64 {
-		self.inner.config.clock.now() + self.inner.config.ban_period.as_secs()
+			Ok(())
+		})
 	}
 }
 
