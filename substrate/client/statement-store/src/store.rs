@@ -1213,6 +1213,26 @@ impl StatementStore for Store {
 	fn remove_by(&self, who: AccountId) -> statement_primitives::Result<()> {
 		Ok(self.remove_account(&who)?)
 	}
+
+	fn statements_page(
+		&self,
+		after: Option<u64>,
+		max_count: usize,
+		max_bytes: usize,
+	) -> statement_primitives::Result<statement_primitives::StatementsPage> {
+		// Ids start at 1, so 0 asks for the first page.
+		let page = Store::statements_page(self, after.unwrap_or(0), max_count, max_bytes)?;
+		let statements = page.statements.into_iter().map(|(_, hash, body)| (hash, body)).collect();
+		Ok(statement_primitives::StatementsPage { statements, next: page.next })
+	}
+
+	fn subscribe_with_queue(
+		&self,
+		filter: TopicFilter,
+		queue_bytes: usize,
+	) -> statement_primitives::Result<Box<dyn statement_primitives::StatementSubscription>> {
+		Ok(Box::new(Store::subscribe_with_queue(self, filter, queue_bytes)?))
+	}
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use crate::{
 	Error, Result, Store,
 };
 use parking_lot::Mutex;
-use statement_primitives::{Topic, TopicFilter};
+use statement_primitives::{StatementSubscription, SubscriptionFuture, Topic, TopicFilter};
 use std::{
 	collections::VecDeque,
 	sync::{
@@ -32,11 +32,12 @@ use std::{
 };
 use tokio::sync::Notify;
 
-/// Live-queue bound of [`crate::Store::subscribe`]: 1 MiB of encoded statements.
-pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 1024 * 1024;
+/// Live-queue bound of [`crate::Store::subscribe`]: the primitives' default, 1 MiB.
+pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize =
+	statement_primitives::DEFAULT_SUBSCRIBER_QUEUE_BYTES;
 
 /// An encoded statement, shared by every subscriber it is queued for.
-pub type Encoded = Arc<[u8]>;
+pub type Encoded = statement_primitives::Encoded;
 
 /// A live subscription: the stored matches, read page by page, then what arrives.
 pub struct Subscription {
@@ -259,6 +260,44 @@ impl Subscription {
 	}
 }
 
+/// The store's subscription as the primitives' trait, for users that hold an
+/// `Arc<dyn StatementStore>`.
+impl StatementSubscription for Subscription {
+	fn replay_total(&self) -> u64 {
+		Subscription::replay_total(self)
+	}
+
+	fn next_replay_page(
+		&mut self,
+		max_bytes: usize,
+	) -> statement_primitives::Result<Option<Vec<Vec<u8>>>> {
+		Subscription::next_replay_page(self, max_bytes).map_err(to_primitives)
+	}
+
+	fn try_next_live(&self, max_bytes: usize) -> statement_primitives::Result<Vec<Encoded>> {
+		Subscription::try_next_live(self, max_bytes).map_err(to_primitives)
+	}
+
+	fn wait_live(&self) -> SubscriptionFuture<'_, ()> {
+		// `notify_one` leaves a permit when nobody waits, so a push between `try_next_live`
+		// and this wait is not missed.
+		Box::pin(self.queue.ready.notified())
+	}
+
+	fn check(&self) -> statement_primitives::Result<()> {
+		Subscription::check(self).map_err(to_primitives)
+	}
+}
+
+/// The store's error as the primitives', keeping a lag a lag (the general conversion folds
+/// every store failure it does not know into a database error).
+fn to_primitives(err: Error) -> statement_primitives::Error {
+	match err {
+		Error::Lagged { queue_bytes } => statement_primitives::Error::Lagged { queue_bytes },
+		other => other.into(),
+	}
+}
+
 impl Drop for Subscription {
 	fn drop(&mut self) {
 		self.store.inner.subscriptions.remove(self.id);
@@ -308,6 +347,13 @@ mod tests {
 		assert_eq!(queue.take(25).unwrap().len(), 2);
 		assert_eq!(queue.take(1).unwrap().len(), 1);
 		assert_eq!(queue.state.lock().bytes, 20);
+	}
+
+	#[test]
+	fn a_lag_stays_a_lag_through_the_primitives_error() {
+		let lagged = to_primitives(Error::Lagged { queue_bytes: 10 });
+		assert_eq!(lagged, statement_primitives::Error::Lagged { queue_bytes: 10 });
+		assert_eq!(lagged.to_string(), Error::Lagged { queue_bytes: 10 }.to_string());
 	}
 
 	#[test]
