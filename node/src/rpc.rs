@@ -100,7 +100,7 @@ pub fn module(store: Store, config: &RpcConfig) -> RpcModule<()> {
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
 	module
-		.merge(StatementRpc::new(store, unsafe_allowed).into_module())
+		.merge(StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed).into_module())
 		.expect("statement methods do not collide with system methods; qed");
 	let name = config.name.clone();
 	let chain = config.chain.clone();
