@@ -356,6 +356,101 @@ mod tests {
 		assert_eq!(lagged.to_string(), Error::Lagged { queue_bytes: 10 }.to_string());
 	}
 
+	fn signed(n: u8, topic: u8) -> statement_primitives::Statement {
+		use sp_core::Pair;
+		let mut statement = statement_primitives::Statement::new();
+		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
+		statement.set_topic(0, Topic([topic; 32]));
+		statement.set_plain_data(vec![n; 64]);
+		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n; 32]));
+		statement
+	}
+
+	#[tokio::test]
+	async fn through_the_trait_a_subscriber_gets_replay_then_live_then_its_lag() {
+		use statement_primitives::{
+			StatementAllowance, StatementSource, StatementStore, SubmitResult,
+		};
+		let dir = tempfile::tempdir().unwrap();
+		let allowances =
+			crate::MapAllowances::new().with_default(StatementAllowance::new(1000, 1 << 20));
+		let concrete = Store::open(crate::Config::new(dir.path()), Arc::new(allowances)).unwrap();
+		let store: Arc<dyn StatementStore> = Arc::new(concrete.clone());
+		let submit = |n, topic| {
+			assert_eq!(store.submit(signed(n, topic), StatementSource::Local), SubmitResult::New);
+		};
+		for n in 0..3 {
+			submit(n, 1);
+		}
+		submit(3, 2);
+		let filter = TopicFilter::MatchAll(vec![Topic([1; 32])]);
+		let mut subscription = store.subscribe_with_queue(filter, 400).unwrap();
+		assert_eq!(subscription.replay_total(), 3);
+		let mut replayed = Vec::new();
+		while let Some(page) = subscription.next_replay_page(1).unwrap() {
+			assert_eq!(page.len(), 1, "a page past max_bytes still carries one statement");
+			replayed.extend(page);
+		}
+		let expected: Vec<_> = (0..3).map(|n| signed(n, 1).encode()).collect();
+		assert_eq!(replayed, expected);
+
+		submit(4, 2);
+		submit(5, 1);
+		let live = subscription.next_live(usize::MAX).await.unwrap();
+		assert_eq!(
+			live.iter().map(|item| item.to_vec()).collect::<Vec<_>>(),
+			[signed(5, 1).encode()]
+		);
+		assert!(subscription.try_next_live(usize::MAX).unwrap().is_empty());
+
+		// Three statements of some 200 bytes each cannot all fit the 400-byte bound.
+		for n in 6..9 {
+			submit(n, 1);
+		}
+		let lag = statement_primitives::Error::Lagged { queue_bytes: 400 };
+		assert_eq!(subscription.check(), Err(lag.clone()));
+		assert_eq!(subscription.try_next_live(usize::MAX), Err(lag.clone()));
+		assert_eq!(subscription.next_live(usize::MAX).await, Err(lag));
+		assert_eq!(concrete.inner.subscriptions.len(), 0, "a lagging subscriber is forgotten");
+		drop(subscription);
+
+		let kept = store.subscribe(TopicFilter::Any).unwrap();
+		assert_eq!(concrete.inner.subscriptions.len(), 1);
+		drop(kept);
+		assert_eq!(concrete.inner.subscriptions.len(), 0, "dropping unsubscribes");
+	}
+
+	#[test]
+	fn through_the_trait_pages_return_every_statement_once_in_admission_order() {
+		use statement_primitives::{StatementAllowance, StatementSource, StatementStore};
+		let dir = tempfile::tempdir().unwrap();
+		let allowances =
+			crate::MapAllowances::new().with_default(StatementAllowance::new(1000, 1 << 20));
+		let store: Arc<dyn StatementStore> =
+			Arc::new(Store::open(crate::Config::new(dir.path()), Arc::new(allowances)).unwrap());
+		let expected: Vec<_> = (0..10)
+			.map(|n| {
+				let statement = signed(n, n % 3);
+				store.submit(statement.clone(), StatementSource::Local);
+				(statement.hash(), statement.encode())
+			})
+			.collect();
+		let mut seen = Vec::new();
+		let mut after = None;
+		loop {
+			let page = store.statements_page(after, 4, usize::MAX).unwrap();
+			assert!(page.statements.len() <= 4);
+			seen.extend(page.statements);
+			if page.next.is_none() {
+				break;
+			}
+			after = page.next;
+		}
+		assert_eq!(seen, expected);
+		let one = store.statements_page(None, 10, 1).unwrap();
+		assert_eq!(one.statements.len(), 1, "past the first statement, max_bytes holds");
+	}
+
 	#[test]
 	fn filters_match_on_topics_alone() {
 		let (a, b, c) = (Topic([1; 32]), Topic([2; 32]), Topic([3; 32]));
