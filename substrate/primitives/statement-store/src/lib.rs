@@ -38,17 +38,17 @@
 //! ```
 //! use statement_primitives::{StatementStore, TopicFilter};
 //!
-//! /// Everything stored that matches `filter`, then the first batch of new matches.
+//! /// How many stored statements match `filter`, plus the first batch of new matches.
 //! async fn follow(
-//! 	store: &dyn StatementStore,
-//! 	filter: TopicFilter,
+//!     store: &dyn StatementStore,
+//!     filter: TopicFilter,
 //! ) -> statement_primitives::Result<usize> {
-//! 	let mut subscription = store.subscribe(filter)?;
-//! 	let mut seen = 0;
-//! 	while let Some(page) = subscription.next_replay_page(64 * 1024)? {
-//! 		seen += page.len();
-//! 	}
-//! 	Ok(seen + subscription.next_live(64 * 1024).await?.len())
+//!     let mut subscription = store.subscribe(filter)?;
+//!     let mut seen = 0;
+//!     while let Some(page) = subscription.next_replay_page(64 * 1024)? {
+//!         seen += page.len();
+//!     }
+//!     Ok(seen + subscription.next_live(64 * 1024).await?.len())
 //! }
 //! ```
 #![warn(missing_docs)]
