@@ -4,7 +4,8 @@
 use parking_lot::RwLock;
 use statement_primitives::{
 	check_match_all, AccountId, DecryptionKey, Hash, InvalidReason, SignatureVerificationResult,
-	Statement, StatementSource, StatementStore, SubmitResult, Topic,
+	Statement, StatementSource, StatementStore, StatementSubscription, StatementsPage,
+	SubmitResult, Topic, TopicFilter,
 };
 use std::{
 	collections::{HashMap, HashSet},
@@ -254,5 +255,25 @@ impl StatementStore for RamIndexStore {
 			self.remove(&hash)?;
 		}
 		Ok(())
+	}
+	// The baseline is measured on queries and submits only: it keeps no admission order to
+	// page by, and no subscribers.
+	fn statements_page(
+		&self,
+		_: Option<u64>,
+		_: usize,
+		_: usize,
+	) -> statement_primitives::Result<StatementsPage> {
+		Err(statement_primitives::Error::Unsupported("paging (the RAM-index baseline)".into()))
+	}
+
+	fn subscribe_with_queue(
+		&self,
+		_: TopicFilter,
+		_: usize,
+	) -> statement_primitives::Result<Box<dyn StatementSubscription>> {
+		Err(statement_primitives::Error::Unsupported(
+			"subscriptions (the RAM-index baseline)".into(),
+		))
 	}
 }

@@ -106,7 +106,7 @@ fn cors_layer(cors: Option<&str>) -> CorsLayer {
 pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> {
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
-	module.merge(StatementRpc::new(store, unsafe_allowed).into_module())?;
+	module.merge(StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed).into_module())?;
 	add_system_methods(&mut module, config.name.clone(), config.chain.clone())?;
 	Ok(module)
 }

@@ -1,5 +1,17 @@
 //! JSON-RPC methods of the statement store, with upstream's names and JSON shapes.
 //!
+//! The parts:
+//! - [`StatementRpc`] holds an `Arc<dyn StatementStore>` (any store implementing the
+//!   primitives' trait; this crate never sees a concrete store or its database) and the
+//!   server's limits, and turns into a jsonrpsee [`RpcModule`] with
+//!   [`StatementRpc::into_module`].
+//! - Parameter parsing (`0x`-hex, 32-byte values, topic filters) answers bad input with an
+//!   error naming the parameter.
+//! - Queries, submission and removal are blocking methods that call the store directly; the
+//!   dumps walk [`StatementStore::statements_page`] so no answer passes the response limit.
+//! - A subscription task reads a [`StatementSubscription`]: replay pages off the async
+//!   threads, then live batches, sending only while the connection's buffer has room.
+//!
 //! | method | params | result |
 //! |---|---|---|
 //! | `statement_submit` | `0x`-hex SCALE statement | `SubmitResult` JSON |
@@ -31,9 +43,10 @@ use jsonrpsee::{
 };
 use sp_core::Bytes;
 use statement_primitives::{
-	check_match_all, Statement, StatementEvent, StatementSource, StatementStore, Topic, TopicFilter,
+	check_match_all, Statement, StatementEvent, StatementSource, StatementStore,
+	StatementSubscription, Topic, TopicFilter, DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
-use statement_store::{Store, Subscription};
+use std::sync::Arc;
 
 /// JSON-RPC error code for a refused unsafe method (as Substrate uses).
 pub const UNSAFE_CODE: i32 = -32601;
@@ -62,7 +75,7 @@ const DUMP_WALK_PAGE: usize = 512;
 /// What the RPC methods work on.
 #[derive(Clone)]
 pub struct StatementRpc {
-	store: Store,
+	store: Arc<dyn StatementStore>,
 	allow_unsafe: bool,
 	max_response_bytes: u32,
 	queue_bytes: usize,
@@ -71,12 +84,12 @@ pub struct StatementRpc {
 impl StatementRpc {
 	/// Methods over `store`; `allow_unsafe` enables `statement_dump`, `statement_dumpPage`
 	/// and `statement_remove`.
-	pub fn new(store: Store, allow_unsafe: bool) -> Self {
+	pub fn new(store: Arc<dyn StatementStore>, allow_unsafe: bool) -> Self {
 		StatementRpc {
 			store,
 			allow_unsafe,
 			max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-			queue_bytes: statement_store::DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+			queue_bytes: DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 		}
 	}
 
@@ -280,7 +293,11 @@ fn encoded(items: Vec<Vec<u8>>) -> Vec<Bytes> {
 	items.into_iter().map(Bytes).collect()
 }
 
-type Query = fn(&Store, &[Topic], Option<[u8; 32]>) -> statement_primitives::Result<Vec<Vec<u8>>>;
+type Query = fn(
+	&dyn StatementStore,
+	&[Topic],
+	Option<[u8; 32]>,
+) -> statement_primitives::Result<Vec<Vec<u8>>>;
 
 fn register(
 	module: &mut RpcModule<StatementRpc>,
@@ -298,12 +315,10 @@ fn register(
 		let after: Option<u64> = nth_optional(&params, 0, "cursor")?;
 		let limit: Option<usize> = nth_optional(&params, 1, "limit")?;
 		let limit = limit.unwrap_or(DUMP_PAGE_MAX).clamp(1, DUMP_PAGE_MAX);
-		let page = rpc
-			.store
-			.statements_page(after.unwrap_or(0), limit, rpc.max_answer_bytes())
-			.map_err(store_error)?;
+		let page =
+			rpc.store.statements_page(after, limit, rpc.max_answer_bytes()).map_err(store_error)?;
 		let statements: Vec<Bytes> =
-			page.statements.into_iter().map(|(_, _, body)| Bytes(body)).collect();
+			page.statements.into_iter().map(|(_, body)| Bytes(body)).collect();
 		Ok::<_, ErrorObjectOwned>(
 			serde_json::json!({ "statements": statements, "next": page.next }),
 		)
@@ -328,7 +343,7 @@ fn register(
 		module.register_blocking_method(name, move |params, rpc, _| {
 			let topics = topics_param(&params, 0)?;
 			let key = if needs_key { Some(key_param(&params)?) } else { None };
-			query(&rpc.store, &topics, key).map(encoded).map_err(store_error)
+			query(rpc.store.as_ref(), &topics, key).map(encoded).map_err(store_error)
 		})?;
 	}
 	module.register_subscription(
@@ -346,11 +361,11 @@ fn dump(rpc: &StatementRpc) -> Result<Vec<Bytes>, ErrorObjectOwned> {
 	let limit = rpc.max_answer_bytes();
 	let mut out = Vec::new();
 	let mut bytes = 0;
-	let mut after = 0;
+	let mut after = None;
 	loop {
 		let page =
 			rpc.store.statements_page(after, DUMP_WALK_PAGE, usize::MAX).map_err(store_error)?;
-		for (_, _, body) in page.statements {
+		for (_, body) in page.statements {
 			// Each hex string also carries "0x", two quotes and a comma.
 			bytes += body.len() + 3;
 			if bytes > limit {
@@ -366,12 +381,15 @@ fn dump(rpc: &StatementRpc) -> Result<Vec<Bytes>, ErrorObjectOwned> {
 			}
 			out.push(Bytes(body));
 		}
-		match page.next {
-			Some(next) => after = next,
-			None => return Ok(out),
+		if page.next.is_none() {
+			return Ok(out);
 		}
+		after = page.next;
 	}
 }
+
+/// A subscription as the store hands it out.
+type Subscription = Box<dyn StatementSubscription>;
 
 /// Why a subscription task stopped early.
 enum Stop {
@@ -384,7 +402,7 @@ enum Stop {
 async fn subscribe(
 	params: Params<'static>,
 	pending: PendingSubscriptionSink,
-	rpc: std::sync::Arc<StatementRpc>,
+	rpc: Arc<StatementRpc>,
 ) -> Result<(), SubscriptionError> {
 	let filter = match nth::<FilterParam>(&params, 0, "topic filter").and_then(|f| f.into_filter())
 	{
@@ -438,7 +456,7 @@ async fn serve(sink: &jsonrpsee::SubscriptionSink, subscription: Subscription) -
 			statements: batch.into_iter().map(Bytes).collect(),
 			remaining: Some(u32::try_from(remaining).unwrap_or(u32::MAX)),
 		};
-		if let Err(stop) = send(sink, &subscription, &event).await {
+		if let Err(stop) = send(sink, subscription.as_ref(), &event).await {
 			return stop;
 		}
 		if next.is_none() {
@@ -460,7 +478,7 @@ async fn serve(sink: &jsonrpsee::SubscriptionSink, subscription: Subscription) -
 			remaining: None,
 		};
 		drop(statements);
-		if let Err(stop) = send(sink, &subscription, &event).await {
+		if let Err(stop) = send(sink, subscription.as_ref(), &event).await {
 			return stop;
 		}
 	}
@@ -487,7 +505,7 @@ async fn replay_page(
 /// the store's bounded queue, where lagging is noticed.
 async fn send(
 	sink: &jsonrpsee::SubscriptionSink,
-	subscription: &Subscription,
+	subscription: &dyn StatementSubscription,
 	event: &StatementEvent,
 ) -> Result<(), Stop> {
 	let mut pause = std::time::Duration::from_millis(1);

@@ -62,8 +62,9 @@ fn hex(bytes: &[u8]) -> String {
 async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() {
 	let dir = TempDir::new("lag");
 	let store = open(&dir);
-	let module: RpcModule<StatementRpc> =
-		StatementRpc::new(store.clone(), true).with_subscriber_queue_bytes(16 * 1024).into_module();
+	let module: RpcModule<StatementRpc> = StatementRpc::new(Arc::new(store.clone()), true)
+		.with_subscriber_queue_bytes(16 * 1024)
+		.into_module();
 	// A client whose buffer holds four notifications, and which never reads.
 	let mut subscription =
 		module.subscribe("statement_subscribeStatement", vec![json!("any")], 4).await.unwrap();
@@ -104,8 +105,9 @@ async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 		})
 		.collect();
 	// Room for about 70 statements in one answer.
-	let module =
-		StatementRpc::new(store.clone(), true).with_max_response_bytes(200 * 1024).into_module();
+	let module = StatementRpc::new(Arc::new(store.clone()), true)
+		.with_max_response_bytes(200 * 1024)
+		.into_module();
 	let err = module.call::<_, Value>("statement_dump", Vec::<Value>::new()).await.unwrap_err();
 	let MethodsError::JsonRpc(err) = err else { panic!("expected a JSON-RPC error, got {err}") };
 	assert_eq!(err.code(), statement_rpc::RESPONSE_TOO_LARGE_CODE);
@@ -130,7 +132,7 @@ async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 	assert_eq!(seen.len(), expected.len(), "each statement once");
 	assert_eq!(seen.into_iter().collect::<HashSet<_>>(), expected);
 
-	let small = StatementRpc::new(store, true).into_module();
+	let small = StatementRpc::new(Arc::new(store), true).into_module();
 	let all: Vec<String> = small.call("statement_dump", Vec::<Value>::new()).await.unwrap();
 	assert_eq!(all.len(), 300, "a dump that fits is answered whole");
 	let page: Value = small.call("statement_dumpPage", vec![Value::Null]).await.unwrap();

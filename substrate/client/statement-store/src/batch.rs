@@ -99,7 +99,7 @@ impl<'a> Batch<'a> {
 	}
 
 	/// The counters as they stood before this batch.
-	pub fn counters(&self) -> Counters {
+	pub fn counters_before(&self) -> Counters {
 		self.start
 	}
 

@@ -12,6 +12,28 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Parts
+//!
+//! ```text
+//!   Store (store) ── open ──> parity-db + intent log + membership set
+//!     │ writes: submit ─> batch (Inner::write) ─> intent ─> staging ─> writeback ─> parity-db
+//!     │ reads:  read ─> cache / bodies / view ─> staging ─> parity-db
+//!     └ maintenance, snapshot, subscription + paging, check (check-db / repair), disk
+//! ```
+//!
+//! - `store`: the handle, the shared state every room works on (`Inner`), closing, the trait.
+//! - `open`: directory and schema checks, migration, the membership set, intent redo.
+//! - `submit`: the submit pipeline and removals; `batch`: one atomic change and the one
+//!   write path (`Inner::write`); `intent`: the redo log every change is appended to first;
+//!   `staging`: acknowledged batches in memory in front of parity-db; `writeback`: the drain
+//!   and checkpoint threads that move them into parity-db; `disk`: free-space watch.
+//! - `read`: MatchAll queries and body reads (checked against their hash); `cache`, `bodies`,
+//!   `limit`: the byte-bounded caches; `view`: the reader/publisher lock; `posting`: id lists.
+//! - `subscription`, `paging`: bounded subscribers and walks that hold the view lock a page at
+//!   a time; `snapshot`, `membership`: the in-memory hash set and its snapshot file.
+//! - `maintenance`: expiry, ban purge, allowance re-checks, trimming to the limits.
+//! - `check`: verify everything, rebuild from the bodies. `schema`: the on-disk layout.
+//!
 //! # Layout and invariants
 //!
 //! Every statement gets a compact local id from an ever-growing admission counter. Its body
@@ -55,6 +77,7 @@
 //! redoes, in order, the batches parity-db lacks (each commit records its sequence number). A crash never leaves a change half-applied: parity-db
 //! replays whole log records or none, and a torn intent record was never acknowledged.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod allowance;
 mod batch;

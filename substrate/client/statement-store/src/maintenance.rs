@@ -154,7 +154,8 @@ impl Store {
 		let mut evicted = 0;
 		loop {
 			let removed = inner.write(|batch| {
-				let (mut count, mut size) = (batch.counters().count, batch.counters().total_size);
+				let (mut count, mut size) =
+					(batch.counters_before().count, batch.counters_before().total_size);
 				let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
 				iter.seek_to_first()?;
 				let mut removed = 0;

@@ -127,6 +127,7 @@ impl Membership {
 	}
 
 	/// Heap bytes held by the set.
+	#[cfg(test)]
 	pub fn heap_bytes(&self) -> usize {
 		self.shards
 			.iter()

@@ -24,7 +24,7 @@ use codec::Encode;
 use parking_lot::Mutex;
 use statement_primitives::Hash;
 use std::sync::{
-	atomic::{AtomicBool, AtomicU64, Ordering},
+	atomic::{AtomicBool, AtomicU64},
 	Arc,
 };
 
@@ -226,8 +226,6 @@ impl Store {
 			allowances,
 			subscriptions: Subscriptions::default(),
 			metrics: Metrics::default(),
-			body_decodes: AtomicU64::new(0),
-			opening: AtomicBool::new(true),
 			keyed: AtomicBool::new(keyed),
 			banned: AtomicBool::new(banned),
 			allowance_cursor: Mutex::new(None),
@@ -254,7 +252,6 @@ impl Store {
 		}
 		let counters = *inner.writer.lock();
 		inner.metrics.set_totals(counters.count, counters.total_size);
-		inner.opening.store(false, Ordering::Relaxed);
 		let store = Store { inner: Arc::new(inner) };
 		store.trim_to_limits()?;
 		Ok(store)

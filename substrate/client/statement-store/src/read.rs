@@ -209,9 +209,6 @@ impl Inner {
 	}
 
 	pub fn decode_body(&self, body: &[u8]) -> Result<Statement> {
-		if self.opening.load(Ordering::Relaxed) {
-			self.body_decodes.fetch_add(1, Ordering::Relaxed);
-		}
 		Statement::from_bytes(body)
 			.map_err(|err| Error::BadValue { column: schema::COL_BODY, detail: err.to_string() })
 	}

@@ -66,11 +66,6 @@ pub(crate) struct Inner {
 	pub allowances: Arc<dyn AllowanceProvider>,
 	pub subscriptions: Subscriptions,
 	pub metrics: Metrics,
-	/// Statement bodies decoded while opening, so tests can prove that opening decodes none.
-	/// Counted only until `open` returns, so queries do not share a contended counter.
-	pub body_decodes: AtomicU64,
-	/// Cleared when `open` returns.
-	pub opening: AtomicBool,
 	/// Whether the keyed list may be non-empty; when not, broadcasts skip subtracting it.
 	/// Set when the store holds (or admits) a statement with a key; never cleared while open.
 	pub keyed: AtomicBool,
@@ -161,11 +156,6 @@ impl Store {
 		snapshot
 	}
 
-	/// Statement bodies decoded while opening (none: opening reads ids and hashes only).
-	pub fn body_decodes_while_opening(&self) -> u64 {
-		self.inner.body_decodes.load(Ordering::Relaxed)
-	}
-
 	/// How many statements admitted and removed since the membership snapshot opening read
 	/// from the journal and the removal log: `(0, 0)` after a clean stop or without a
 	/// snapshot (see [`Store::reopened_from_snapshot`]).
@@ -177,11 +167,6 @@ impl Store {
 	/// close, rather than reading the admission journal.
 	pub fn reopened_from_snapshot(&self) -> bool {
 		self.inner.reopened_from_snapshot
-	}
-
-	/// Heap bytes of the in-memory membership set (the index that is always resident).
-	pub fn membership_bytes(&self) -> usize {
-		self.inner.membership.heap_bytes()
 	}
 
 	/// Drop every cached posting list and body (the next queries read from disk).
@@ -359,6 +344,26 @@ impl StatementStore for Store {
 
 	fn remove_by(&self, who: AccountId) -> statement_primitives::Result<()> {
 		Ok(self.remove_account(&who)?)
+	}
+
+	fn statements_page(
+		&self,
+		after: Option<u64>,
+		max_count: usize,
+		max_bytes: usize,
+	) -> statement_primitives::Result<statement_primitives::StatementsPage> {
+		// Ids start at 1, so 0 asks for the first page.
+		let page = Store::statements_page(self, after.unwrap_or(0), max_count, max_bytes)?;
+		let statements = page.statements.into_iter().map(|(_, hash, body)| (hash, body)).collect();
+		Ok(statement_primitives::StatementsPage { statements, next: page.next })
+	}
+
+	fn subscribe_with_queue(
+		&self,
+		filter: TopicFilter,
+		queue_bytes: usize,
+	) -> statement_primitives::Result<Box<dyn statement_primitives::StatementSubscription>> {
+		Ok(Box::new(Store::subscribe_with_queue(self, filter, queue_bytes)?))
 	}
 }
 

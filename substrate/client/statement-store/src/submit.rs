@@ -87,7 +87,7 @@ impl Store {
 				Ok(evictions) => evictions,
 				Err(reason) => return Ok(Err(SubmitResult::Rejected(reason))),
 			};
-			let counters = batch.counters();
+			let counters = batch.counters_before();
 			let freed_size: u64 = evictions.iter().map(|(_, r)| u64::from(r.encoded_len)).sum();
 			let count_after = counters.count - evictions.len() as u64 + 1;
 			let size_after = counters.total_size - freed_size + encoding.len() as u64;

@@ -22,7 +22,7 @@ use crate::{
 	Error, Result, Store,
 };
 use parking_lot::Mutex;
-use statement_primitives::{Topic, TopicFilter};
+use statement_primitives::{StatementSubscription, SubscriptionFuture, Topic, TopicFilter};
 use std::{
 	collections::VecDeque,
 	sync::{
@@ -32,11 +32,12 @@ use std::{
 };
 use tokio::sync::Notify;
 
-/// Live-queue bound of [`crate::Store::subscribe`]: 1 MiB of encoded statements.
-pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 1024 * 1024;
+/// Live-queue bound of [`crate::Store::subscribe`]: the primitives' default, 1 MiB.
+pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize =
+	statement_primitives::DEFAULT_SUBSCRIBER_QUEUE_BYTES;
 
 /// An encoded statement, shared by every subscriber it is queued for.
-pub type Encoded = Arc<[u8]>;
+pub type Encoded = statement_primitives::Encoded;
 
 /// A live subscription: the stored matches, read page by page, then what arrives.
 pub struct Subscription {
@@ -259,6 +260,44 @@ impl Subscription {
 	}
 }
 
+/// The store's subscription as the primitives' trait, for users that hold an
+/// `Arc<dyn StatementStore>`.
+impl StatementSubscription for Subscription {
+	fn replay_total(&self) -> u64 {
+		Subscription::replay_total(self)
+	}
+
+	fn next_replay_page(
+		&mut self,
+		max_bytes: usize,
+	) -> statement_primitives::Result<Option<Vec<Vec<u8>>>> {
+		Subscription::next_replay_page(self, max_bytes).map_err(to_primitives)
+	}
+
+	fn try_next_live(&self, max_bytes: usize) -> statement_primitives::Result<Vec<Encoded>> {
+		Subscription::try_next_live(self, max_bytes).map_err(to_primitives)
+	}
+
+	fn wait_live(&self) -> SubscriptionFuture<'_, ()> {
+		// `notify_one` leaves a permit when nobody waits, so a push between `try_next_live`
+		// and this wait is not missed.
+		Box::pin(self.queue.ready.notified())
+	}
+
+	fn check(&self) -> statement_primitives::Result<()> {
+		Subscription::check(self).map_err(to_primitives)
+	}
+}
+
+/// The store's error as the primitives', keeping a lag a lag (the general conversion folds
+/// every store failure it does not know into a database error).
+fn to_primitives(err: Error) -> statement_primitives::Error {
+	match err {
+		Error::Lagged { queue_bytes } => statement_primitives::Error::Lagged { queue_bytes },
+		other => other.into(),
+	}
+}
+
 impl Drop for Subscription {
 	fn drop(&mut self) {
 		self.store.inner.subscriptions.remove(self.id);
@@ -308,6 +347,108 @@ mod tests {
 		assert_eq!(queue.take(25).unwrap().len(), 2);
 		assert_eq!(queue.take(1).unwrap().len(), 1);
 		assert_eq!(queue.state.lock().bytes, 20);
+	}
+
+	#[test]
+	fn a_lag_stays_a_lag_through_the_primitives_error() {
+		let lagged = to_primitives(Error::Lagged { queue_bytes: 10 });
+		assert_eq!(lagged, statement_primitives::Error::Lagged { queue_bytes: 10 });
+		assert_eq!(lagged.to_string(), Error::Lagged { queue_bytes: 10 }.to_string());
+	}
+
+	fn signed(n: u8, topic: u8) -> statement_primitives::Statement {
+		use sp_core::Pair;
+		let mut statement = statement_primitives::Statement::new();
+		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
+		statement.set_topic(0, Topic([topic; 32]));
+		statement.set_plain_data(vec![n; 64]);
+		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n; 32]));
+		statement
+	}
+
+	#[tokio::test]
+	async fn through_the_trait_a_subscriber_gets_replay_then_live_then_its_lag() {
+		use statement_primitives::{
+			StatementAllowance, StatementSource, StatementStore, SubmitResult,
+		};
+		let dir = tempfile::tempdir().unwrap();
+		let allowances =
+			crate::MapAllowances::new().with_default(StatementAllowance::new(1000, 1 << 20));
+		let concrete = Store::open(crate::Config::new(dir.path()), Arc::new(allowances)).unwrap();
+		let store: Arc<dyn StatementStore> = Arc::new(concrete.clone());
+		let submit = |n, topic| {
+			assert_eq!(store.submit(signed(n, topic), StatementSource::Local), SubmitResult::New);
+		};
+		for n in 0..3 {
+			submit(n, 1);
+		}
+		submit(3, 2);
+		let filter = TopicFilter::MatchAll(vec![Topic([1; 32])]);
+		let mut subscription = store.subscribe_with_queue(filter, 400).unwrap();
+		assert_eq!(subscription.replay_total(), 3);
+		let mut replayed = Vec::new();
+		while let Some(page) = subscription.next_replay_page(1).unwrap() {
+			assert_eq!(page.len(), 1, "a page past max_bytes still carries one statement");
+			replayed.extend(page);
+		}
+		let expected: Vec<_> = (0..3).map(|n| signed(n, 1).encode()).collect();
+		assert_eq!(replayed, expected);
+
+		submit(4, 2);
+		submit(5, 1);
+		let live = subscription.next_live(usize::MAX).await.unwrap();
+		assert_eq!(
+			live.iter().map(|item| item.to_vec()).collect::<Vec<_>>(),
+			[signed(5, 1).encode()]
+		);
+		assert!(subscription.try_next_live(usize::MAX).unwrap().is_empty());
+
+		// Three statements of some 200 bytes each cannot all fit the 400-byte bound.
+		for n in 6..9 {
+			submit(n, 1);
+		}
+		let lag = statement_primitives::Error::Lagged { queue_bytes: 400 };
+		assert_eq!(subscription.check(), Err(lag.clone()));
+		assert_eq!(subscription.try_next_live(usize::MAX), Err(lag.clone()));
+		assert_eq!(subscription.next_live(usize::MAX).await, Err(lag));
+		assert_eq!(concrete.inner.subscriptions.len(), 0, "a lagging subscriber is forgotten");
+		drop(subscription);
+
+		let kept = store.subscribe(TopicFilter::Any).unwrap();
+		assert_eq!(concrete.inner.subscriptions.len(), 1);
+		drop(kept);
+		assert_eq!(concrete.inner.subscriptions.len(), 0, "dropping unsubscribes");
+	}
+
+	#[test]
+	fn through_the_trait_pages_return_every_statement_once_in_admission_order() {
+		use statement_primitives::{StatementAllowance, StatementSource, StatementStore};
+		let dir = tempfile::tempdir().unwrap();
+		let allowances =
+			crate::MapAllowances::new().with_default(StatementAllowance::new(1000, 1 << 20));
+		let store: Arc<dyn StatementStore> =
+			Arc::new(Store::open(crate::Config::new(dir.path()), Arc::new(allowances)).unwrap());
+		let expected: Vec<_> = (0..10)
+			.map(|n| {
+				let statement = signed(n, n % 3);
+				store.submit(statement.clone(), StatementSource::Local);
+				(statement.hash(), statement.encode())
+			})
+			.collect();
+		let mut seen = Vec::new();
+		let mut after = None;
+		loop {
+			let page = store.statements_page(after, 4, usize::MAX).unwrap();
+			assert!(page.statements.len() <= 4);
+			seen.extend(page.statements);
+			if page.next.is_none() {
+				break;
+			}
+			after = page.next;
+		}
+		assert_eq!(seen, expected);
+		let one = store.statements_page(None, 10, 1).unwrap();
+		assert_eq!(one.statements.len(), 1, "past the first statement, max_bytes holds");
 	}
 
 	#[test]

@@ -71,6 +71,16 @@ pub enum Error {
 	/// A stored value could not be decoded.
 	#[error("decoding error: {0}")]
 	Decode(String),
+	/// A subscriber fell behind: its live queue would have passed its bound, so it was
+	/// dropped and missed statements (see [`crate::StatementSubscription`]).
+	#[error("subscription dropped: the subscriber fell more than {queue_bytes} bytes behind")]
+	Lagged {
+		/// The queue's bound.
+		queue_bytes: usize,
+	},
+	/// The store does not offer this call (a test or comparison store).
+	#[error("this statement store does not support {0}")]
+	Unsupported(String),
 }
 
 /// Result with the crate's [`Error`].

@@ -21,6 +21,36 @@
 //! assert_eq!(decoded, statement);
 //! assert_eq!(decoded.verify_signature(), SignatureVerificationResult::Valid(alice.public().0));
 //! ```
+//!
+//! # The store-facing trait
+//!
+//! RPC servers and gossip hold an `Arc<dyn StatementStore>` and never a concrete store. Besides
+//! queries, submission and removal, the trait offers:
+//! - [`StatementStore::statements_page`]: every stored statement, a [`StatementsPage`] at a
+//!   time, bounded in count and bytes, resumed from an opaque cursor.
+//! - [`StatementStore::subscribe`]: a boxed [`StatementSubscription`] that replays the stored
+//!   matches of a [`TopicFilter`] page by page, then streams new matches from a queue bounded
+//!   in bytes ([`DEFAULT_SUBSCRIBER_QUEUE_BYTES`] unless
+//!   [`StatementStore::subscribe_with_queue`] says otherwise). A subscriber that falls further
+//!   behind is dropped and its next read returns [`Error::Lagged`]; dropping the subscription
+//!   unsubscribes.
+//!
+//! ```
+//! use statement_primitives::{StatementStore, TopicFilter};
+//!
+//! /// How many stored statements match `filter`, plus the first batch of new matches.
+//! async fn follow(
+//!     store: &dyn StatementStore,
+//!     filter: TopicFilter,
+//! ) -> statement_primitives::Result<usize> {
+//!     let mut subscription = store.subscribe(filter)?;
+//!     let mut seen = 0;
+//!     while let Some(page) = subscription.next_replay_page(64 * 1024)? {
+//!         seen += page.len();
+//!     }
+//!     Ok(seen + subscription.next_live(64 * 1024).await?.len())
+//! }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -31,6 +61,7 @@ mod proof;
 mod statement;
 mod store;
 mod submit;
+mod subscription;
 mod types;
 mod wire;
 
@@ -39,8 +70,11 @@ pub use error::{Error, Result};
 pub use filter::{check_match_all, TopicFilter};
 pub use proof::{Proof, SignatureVerificationResult};
 pub use statement::Statement;
-pub use store::StatementStore;
+pub use store::{StatementStore, StatementsPage};
 pub use submit::{InvalidReason, RejectionReason, StatementEvent, StatementSource, SubmitResult};
+pub use subscription::{
+	Encoded, StatementSubscription, SubscriptionFuture, DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+};
 pub use types::{
 	hash_encoded, AccountId, Channel, DecryptionKey, Hash, Topic, MAX_ANY_TOPICS,
 	MAX_STATEMENT_SIZE, MAX_TOPICS,

@@ -1,10 +1,22 @@
 //! The store-facing trait: what a statement store offers to RPC, networking and the node.
 
 use crate::{
-	AccountId, DecryptionKey, Hash, Result, Statement, StatementSource, SubmitResult, Topic,
+	AccountId, DecryptionKey, Hash, Result, Statement, StatementSource, StatementSubscription,
+	SubmitResult, Topic, TopicFilter, DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
 
+/// One page of [`StatementStore::statements_page`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct StatementsPage {
+	/// `(hash, encoding)` of each statement, in the order the store admitted them.
+	pub statements: Vec<(Hash, Vec<u8>)>,
+	/// The cursor to pass as `after` for the next page; `None` when the walk is done.
+	pub next: Option<u64>,
+}
+
 /// A statement store, as RPC servers, gossip and the node see it.
+///
+/// Users hold it as `Arc<dyn StatementStore>`, so that they never depend on a concrete store.
 ///
 /// Every `match_all_topics` argument selects statements carrying all of the given topics; an
 /// empty list selects all, and more than [`crate::MAX_TOPICS`] is an
@@ -53,4 +65,31 @@ pub trait StatementStore: Send + Sync {
 
 	/// Remove every statement of `who`.
 	fn remove_by(&self, who: AccountId) -> Result<()>;
+
+	/// A page of the stored statements in admission order: those admitted after the cursor
+	/// `after` (`None` for the first page, else the previous page's `next`), at most
+	/// `max_count` and, past the first statement, at most `max_bytes` of encodings. A
+	/// statement admitted during the walk comes in a later page; one removed before its page
+	/// is read does not come.
+	fn statements_page(
+		&self,
+		after: Option<u64>,
+		max_count: usize,
+		max_bytes: usize,
+	) -> Result<StatementsPage>;
+
+	/// Subscribe to the statements matching `filter`: every stored match once, then every new
+	/// match once, in admission order, with a live queue of at most `queue_bytes`. A
+	/// subscriber that falls further behind is dropped and told so by
+	/// [`crate::Error::Lagged`] (the policy is in [`StatementSubscription`]'s module docs).
+	fn subscribe_with_queue(
+		&self,
+		filter: TopicFilter,
+		queue_bytes: usize,
+	) -> Result<Box<dyn StatementSubscription>>;
+
+	/// [`StatementStore::subscribe_with_queue`] with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`].
+	fn subscribe(&self, filter: TopicFilter) -> Result<Box<dyn StatementSubscription>> {
+		self.subscribe_with_queue(filter, DEFAULT_SUBSCRIBER_QUEUE_BYTES)
+	}
 }
