@@ -22,7 +22,8 @@
 //! ```
 //!
 //! - `store`: the handle, the shared state every room works on (`Inner`), closing, the trait.
-//! - `open`: directory and schema checks, migration, the membership set, intent redo.
+//! - `open`: directory and schema checks, the membership set, intent redo, trimming;
+//!   `migrate`: schema upgrades, one commit a step.
 //! - `submit`: the submit pipeline and removals; `batch`: one atomic change and the one
 //!   write path (`Inner::write`); `intent`: the redo log every change is appended to first;
 //!   `staging`: acknowledged batches in memory in front of parity-db; `writeback`: the drain
@@ -94,6 +95,7 @@ mod limit;
 mod maintenance;
 mod membership;
 mod metrics;
+mod migrate;
 mod open;
 mod paging;
 mod posting;

@@ -15,6 +15,7 @@
 //! the admission journal: after a clean stop the snapshot is exact; after a crash the store
 //! adds what the journal admitted and takes out what the removal log removed since it.
 
+use crate::schema::Id;
 use parking_lot::RwLock;
 use statement_primitives::Hash;
 use std::{
@@ -30,6 +31,18 @@ const BUCKETS_PER_SHARD: usize = BUCKETS / SHARDS;
 
 /// The low 48 bits of a fingerprint, big-endian so that byte order is numeric order.
 type Rest = [u8; 6];
+
+/// What the newest membership snapshot covers, to decide when the next one is due.
+pub struct SnapshotMark {
+	/// The journal position it covers.
+	pub next_id: Id,
+	/// The removal-log position it covers.
+	pub removals: u64,
+	/// When it was written (or the store opened).
+	pub at: std::time::Instant,
+	/// Removal-log segments below this one are deleted.
+	pub trimmed_below: u64,
+}
 
 /// What a snapshot was taken of: it is used only if the database still says the same.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 use crate::{
 	posting::intersect,
 	schema::{self, Id, PostingKey},
-	store::Inner,
+	store::{Inner, StatementsPage, Store},
 	Result,
 };
 use statement_primitives::{Hash, TopicFilter};
@@ -179,6 +179,46 @@ impl Inner {
 		}
 		bodies.cursor = scanned_to;
 		Ok(bodies)
+	}
+}
+
+impl Store {
+	/// Statements admitted after `after` (an id from an earlier call, or 0 for all), oldest
+	/// first, at most `limit`: `(id, hash, encoding)`. For gossip and replay.
+	pub fn statements_since(&self, after: Id, limit: usize) -> Result<Vec<(Id, Hash, Vec<u8>)>> {
+		self.inner.journal_since(after, limit, usize::MAX).map(|page| page.statements)
+	}
+
+	/// A page of the stored statements in admission order: those admitted after `after` (0
+	/// for the first page, else the previous page's `next`), at most `max_count` and, past
+	/// the first, `max_bytes` of encodings. The view lock is held only while each few hundred
+	/// ids are looked up, never across pages, so writers and readers go on meanwhile; a
+	/// statement admitted during the walk comes in a later page, one removed before its page
+	/// is read does not come.
+	pub fn statements_page(
+		&self,
+		after: Id,
+		max_count: usize,
+		max_bytes: usize,
+	) -> Result<StatementsPage> {
+		self.inner.journal_since(after, max_count, max_bytes)
+	}
+
+	/// Every stored statement, a page at a time, in admission order (see
+	/// [`Store::statements_page`]): `each` runs between pages, with no lock held.
+	pub(crate) fn walk_statements(
+		&self,
+		mut each: impl FnMut(Vec<(Id, Hash, Vec<u8>)>) -> Result<()>,
+	) -> Result<()> {
+		let mut after = 0;
+		loop {
+			let page = self.inner.journal_since(after, PAGE_IDS, usize::MAX)?;
+			each(page.statements)?;
+			match page.next {
+				Some(next) => after = next,
+				None => return Ok(()),
+			}
+		}
 	}
 }
 

@@ -2,27 +2,15 @@
 //! file, `open` for reading it back).
 
 use crate::{
-	open::snapshot_tag,
-	schema::{self, Id},
-	store::Store,
+	membership::{SnapshotMark, SnapshotTag},
+	schema::{self, Counters},
+	store::{Inner, Store},
 	Error, Result,
 };
 use std::sync::atomic::Ordering;
 
 /// The membership snapshot, written when the store closes, next to parity-db's files.
 pub const SNAPSHOT_FILE: &str = "membership.snapshot";
-
-/// What the newest membership snapshot covers, to decide when the next one is due.
-pub struct SnapshotMark {
-	/// The journal position it covers.
-	pub next_id: Id,
-	/// The removal-log position it covers.
-	pub removals: u64,
-	/// When it was written (or the store opened).
-	pub at: std::time::Instant,
-	/// Removal-log segments below this one are deleted.
-	pub trimmed_below: u64,
-}
 
 impl Store {
 	/// Write the membership snapshot now, so that opening after a crash starts from it
@@ -86,4 +74,59 @@ impl Store {
 		changes >= inner.config.snapshot_changes
 			|| (changes > 0 && mark.at.elapsed() >= inner.config.snapshot_period)
 	}
+}
+
+impl Inner {
+	/// Write the membership snapshot as the store closes, so that the next open reads it
+	/// instead of the journal; a failure only costs that next open a journal walk.
+	pub(crate) fn save_snapshot_at_close(&self) {
+		let counters = *self.writer.lock();
+		let shown = self.config.path.display().to_string();
+		let path = self.config.path.join(SNAPSHOT_FILE);
+		let started = std::time::Instant::now();
+		let removals = self.removals.load(Ordering::Acquire);
+		let saved = snapshot_tag(self.db.raw(), &counters, removals, &shown)
+			.map_err(|err| err.to_string())
+			.and_then(|tag| self.membership.save(&path, &tag).map_err(|err| err.to_string()));
+		match saved {
+			Ok(()) => log::debug!(
+				target: "statement-store",
+				"wrote {} in {:?}",
+				path.display(),
+				started.elapsed()
+			),
+			Err(err) => log::warn!(
+				target: "statement-store",
+				"cannot write {}: {err}; the next open reads the journal instead",
+				path.display()
+			),
+		}
+	}
+}
+
+/// What the database says now, for tagging a membership snapshot: the counters, the
+/// removal-log position and the newest journal entry, whose id must be below the next id.
+pub(crate) fn snapshot_tag(
+	db: &parity_db::Db,
+	counters: &Counters,
+	removals: u64,
+	path: &str,
+) -> Result<SnapshotTag> {
+	let mut iter = db.iter(schema::COL_JOURNAL)?;
+	iter.seek_to_last()?;
+	let mut last_hash = [0u8; 32];
+	if let Some((key, value)) = iter.prev()? {
+		let (id, hash) = schema::journal_entry(&key, &value)?;
+		if id >= counters.next_id {
+			return Err(Error::Corrupt {
+				path: path.into(),
+				detail: format!(
+					"the journal holds id {id} but the counters give out {} next",
+					counters.next_id
+				),
+			});
+		}
+		last_hash = hash;
+	}
+	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash, removals })
 }

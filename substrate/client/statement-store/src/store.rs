@@ -7,26 +7,22 @@ use crate::{
 	cache::PostingCache,
 	disk::DiskGuard,
 	intent::IntentLog,
-	membership::Membership,
+	membership::{Membership, SnapshotMark},
 	metrics::{Metrics, MetricsSnapshot},
-	open::snapshot_tag,
-	paging::PAGE_IDS,
-	posting::intersect,
-	schema::{self, Counters, Id, PostingKey},
-	snapshot::{SnapshotMark, SNAPSHOT_FILE},
+	schema::{Counters, Id},
 	staging::Database,
-	subscription::{Subscription, Subscriptions, DEFAULT_SUBSCRIBER_QUEUE_BYTES},
+	subscription::Subscriptions,
 	view::ViewLock,
 	writeback::{Writeback, WritebackThreads},
-	AllowanceProvider, Config, Result,
+	AllowanceProvider, Config,
 };
 use parking_lot::Mutex;
 use statement_primitives::{
-	check_match_all, AccountId, DecryptionKey, Hash, Statement, StatementSource, StatementStore,
-	SubmitResult, Topic, TopicFilter,
+	AccountId, DecryptionKey, Hash, Statement, StatementSource, StatementStore, SubmitResult,
+	Topic, TopicFilter,
 };
 use std::sync::{
-	atomic::{AtomicBool, AtomicU64, Ordering},
+	atomic::{AtomicBool, AtomicU64},
 	Arc,
 };
 
@@ -108,27 +104,7 @@ impl Drop for Inner {
 			// parity-db now holds everything appended: the intent files are not needed.
 			self.intent.release_all();
 		}
-		let counters = *self.writer.lock();
-		let shown = self.config.path.display().to_string();
-		let path = self.config.path.join(SNAPSHOT_FILE);
-		let started = std::time::Instant::now();
-		let removals = self.removals.load(Ordering::Acquire);
-		let saved = snapshot_tag(self.db.raw(), &counters, removals, &shown)
-			.map_err(|err| err.to_string())
-			.and_then(|tag| self.membership.save(&path, &tag).map_err(|err| err.to_string()));
-		match saved {
-			Ok(()) => log::debug!(
-				target: "statement-store",
-				"wrote {} in {:?}",
-				path.display(),
-				started.elapsed()
-			),
-			Err(err) => log::warn!(
-				target: "statement-store",
-				"cannot write {}: {err}; the next open reads the journal instead",
-				path.display()
-			),
-		}
+		self.save_snapshot_at_close();
 	}
 }
 
@@ -173,95 +149,6 @@ impl Store {
 	pub fn clear_cache(&self) {
 		self.inner.cache.clear();
 		self.inner.bodies.clear();
-	}
-
-	/// Statements admitted after `after` (an id from an earlier call, or 0 for all), oldest
-	/// first, at most `limit`: `(id, hash, encoding)`. For gossip and replay.
-	pub fn statements_since(&self, after: Id, limit: usize) -> Result<Vec<(Id, Hash, Vec<u8>)>> {
-		self.inner.journal_since(after, limit, usize::MAX).map(|page| page.statements)
-	}
-
-	/// A page of the stored statements in admission order: those admitted after `after` (0
-	/// for the first page, else the previous page's `next`), at most `max_count` and, past
-	/// the first, `max_bytes` of encodings. The view lock is held only while each few hundred
-	/// ids are looked up, never across pages, so writers and readers go on meanwhile; a
-	/// statement admitted during the walk comes in a later page, one removed before its page
-	/// is read does not come.
-	pub fn statements_page(
-		&self,
-		after: Id,
-		max_count: usize,
-		max_bytes: usize,
-	) -> Result<StatementsPage> {
-		self.inner.journal_since(after, max_count, max_bytes)
-	}
-
-	/// Every stored statement, a page at a time, in admission order (see
-	/// [`Store::statements_page`]): `each` runs between pages, with no lock held.
-	fn walk_statements(
-		&self,
-		mut each: impl FnMut(Vec<(Id, Hash, Vec<u8>)>) -> Result<()>,
-	) -> Result<()> {
-		let mut after = 0;
-		loop {
-			let page = self.inner.journal_since(after, PAGE_IDS, usize::MAX)?;
-			each(page.statements)?;
-			match page.next {
-				Some(next) => after = next,
-				None => return Ok(()),
-			}
-		}
-	}
-
-	/// Subscribe with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`] of live queue; see
-	/// [`Store::subscribe_with_queue`].
-	pub fn subscribe(&self, filter: TopicFilter) -> Result<Subscription> {
-		self.subscribe_with_queue(filter, DEFAULT_SUBSCRIBER_QUEUE_BYTES)
-	}
-
-	/// Subscribe: the stored statements matching `filter`, read page by page as the caller
-	/// asks, then each new match as it commits, queued up to `queue_bytes`; a subscriber
-	/// whose queue would overflow is dropped (see `subscription`).
-	pub fn subscribe_with_queue(
-		&self,
-		filter: TopicFilter,
-		queue_bytes: usize,
-	) -> Result<Subscription> {
-		if let TopicFilter::MatchAll(topics) = &filter {
-			check_match_all(topics)?;
-		}
-		let _view = self.inner.view.read();
-		// Every stored statement has a lower id, every later one a higher id.
-		let below = {
-			let mut iter = self.inner.db.iter(schema::COL_JOURNAL)?;
-			iter.seek_to_last()?;
-			match iter.prev()? {
-				Some((key, value)) => schema::journal_entry(&key, &value)?.0 + 1,
-				None => 1,
-			}
-		};
-		let total = match &filter {
-			TopicFilter::MatchAll(topics) if !topics.is_empty() => {
-				let mut lists = Vec::new();
-				for topic in topics {
-					lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
-				}
-				intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()).len()
-			}
-			TopicFilter::MatchAny(topics) => {
-				let mut ids = Vec::new();
-				for topic in topics {
-					ids.extend_from_slice(
-						self.inner.posting_list(PostingKey::Topic(topic.0))?.ids(),
-					);
-				}
-				ids.sort_unstable();
-				ids.dedup();
-				ids.len()
-			}
-			TopicFilter::Any | TopicFilter::MatchAll(_) => self.len() as usize,
-		};
-		Ok(Subscription::register(self, filter, queue_bytes, below, total as u64))
 	}
 }
 
@@ -370,7 +257,7 @@ impl StatementStore for Store {
 #[cfg(test)]
 mod tests {
 	use super::*;
-	use crate::{Config, MapAllowances};
+	use crate::{paging::PAGE_IDS, Config, MapAllowances};
 	use statement_primitives::StatementSource;
 
 	#[test]

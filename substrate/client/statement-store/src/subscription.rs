@@ -18,11 +18,14 @@
 
 use crate::{
 	paging::PAGE_IDS,
-	schema::{Id, Record},
+	posting::intersect,
+	schema::{self, Id, PostingKey, Record},
 	Error, Result, Store,
 };
 use parking_lot::Mutex;
-use statement_primitives::{StatementSubscription, SubscriptionFuture, Topic, TopicFilter};
+use statement_primitives::{
+	check_match_all, StatementSubscription, SubscriptionFuture, Topic, TopicFilter,
+};
 use std::{
 	collections::VecDeque,
 	sync::{
@@ -310,6 +313,59 @@ fn matches(filter: &TopicFilter, topics: &[Topic]) -> bool {
 		TopicFilter::Any => true,
 		TopicFilter::MatchAll(wanted) => wanted.iter().all(|topic| topics.contains(topic)),
 		TopicFilter::MatchAny(wanted) => wanted.iter().any(|topic| topics.contains(topic)),
+	}
+}
+
+impl Store {
+	/// Subscribe with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`] of live queue; see
+	/// [`Store::subscribe_with_queue`].
+	pub fn subscribe(&self, filter: TopicFilter) -> Result<Subscription> {
+		self.subscribe_with_queue(filter, DEFAULT_SUBSCRIBER_QUEUE_BYTES)
+	}
+
+	/// Subscribe: the stored statements matching `filter`, read page by page as the caller
+	/// asks, then each new match as it commits, queued up to `queue_bytes`; a subscriber
+	/// whose queue would overflow is dropped (see `subscription`).
+	pub fn subscribe_with_queue(
+		&self,
+		filter: TopicFilter,
+		queue_bytes: usize,
+	) -> Result<Subscription> {
+		if let TopicFilter::MatchAll(topics) = &filter {
+			check_match_all(topics)?;
+		}
+		let _view = self.inner.view.read();
+		// Every stored statement has a lower id, every later one a higher id.
+		let below = {
+			let mut iter = self.inner.db.iter(schema::COL_JOURNAL)?;
+			iter.seek_to_last()?;
+			match iter.prev()? {
+				Some((key, value)) => schema::journal_entry(&key, &value)?.0 + 1,
+				None => 1,
+			}
+		};
+		let total = match &filter {
+			TopicFilter::MatchAll(topics) if !topics.is_empty() => {
+				let mut lists = Vec::new();
+				for topic in topics {
+					lists.push(self.inner.posting_list(PostingKey::Topic(topic.0))?);
+				}
+				intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()).len()
+			}
+			TopicFilter::MatchAny(topics) => {
+				let mut ids = Vec::new();
+				for topic in topics {
+					ids.extend_from_slice(
+						self.inner.posting_list(PostingKey::Topic(topic.0))?.ids(),
+					);
+				}
+				ids.sort_unstable();
+				ids.dedup();
+				ids.len()
+			}
+			TopicFilter::Any | TopicFilter::MatchAll(_) => self.len() as usize,
+		};
+		Ok(Subscription::register(self, filter, queue_bytes, below, total as u64))
 	}
 }
 

@@ -1,0 +1,275 @@
+//! Opening: schema checks, migration, intent redo and its gaps, damaged databases.
+use super::*;
+use crate::posting::encode_segment;
+use crate::{read::segments, MapAllowances};
+use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
+
+fn open(path: &std::path::Path) -> Result<Store> {
+	Store::open(Config::new(path), Arc::new(MapAllowances::new()))
+}
+
+/// Write raw values into a closed store's database, as a newer build or a corruption would.
+fn poke(path: &std::path::Path, ops: Vec<(u8, Vec<u8>, Option<Vec<u8>>)>) {
+	let db = parity_db::Db::open(&schema::db_options(path, false)).unwrap();
+	writeback::commit(&db, ops, false).unwrap();
+}
+
+fn signed(n: u8, key: Option<u8>) -> Statement {
+	use sp_core::Pair;
+	let mut statement = Statement::new();
+	statement.set_expiry_from_parts(u32::MAX, u32::from(n));
+	statement.set_topic(0, Topic([n % 4; 32]));
+	if let Some(key) = key {
+		statement.set_decryption_key([key; 32]);
+	}
+	statement.set_plain_data(vec![n]);
+	statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n % 8; 32]));
+	statement
+}
+
+/// Every query answer this test looks at, sorted.
+fn answers(store: &Store) -> Vec<Vec<Vec<u8>>> {
+	let mut out = vec![store.broadcasts(&[]).unwrap()];
+	for t in 0..4 {
+		out.push(store.broadcasts(&[Topic([t; 32])]).unwrap());
+		for key in 0..2 {
+			out.push(store.posted(&[Topic([t; 32])], [key; 32]).unwrap());
+		}
+	}
+	out.iter_mut().for_each(|answer| answer.sort());
+	out
+}
+
+#[test]
+fn a_schema_1_database_is_upgraded_and_answers_the_same() {
+	let dir = tempfile::tempdir().unwrap();
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+	let store = open();
+	for n in 0..120u8 {
+		let statement = signed(n, (n % 3 == 0).then_some(n % 2));
+		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+	}
+	let expected = answers(&store);
+	assert_eq!(expected[0].len(), 80, "broadcasts are the 80 statements without a key");
+	drop(store);
+
+	// Rewrite the posting lists as schema 1 had them: the statements without a key in a
+	// list under prefix 0, no list of keyed statements.
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	let keyed = segments(&db, PostingKey::Keyed).unwrap();
+	let mut ops = Vec::new();
+	let mut iter = db.iter(schema::COL_POSTING).unwrap();
+	iter.seek(&PostingKey::Keyed.prefix()).unwrap();
+	while let Some((key, _)) = iter.next().unwrap() {
+		if key.starts_with(&PostingKey::Keyed.prefix()) {
+			ops.push((schema::COL_POSTING, key, None));
+		}
+	}
+	drop(iter);
+	let mut no_key = Vec::new();
+	let mut journal = db.iter(schema::COL_JOURNAL).unwrap();
+	journal.seek_to_first().unwrap();
+	while let Some((key, _)) = journal.next().unwrap() {
+		let id = schema::be_u64(&key, 0).unwrap();
+		if keyed.binary_search(&id).is_err() {
+			no_key.push(id);
+		}
+	}
+	drop(journal);
+	let mut legacy_key = vec![schema::LEGACY_NO_KEY_PREFIX];
+	legacy_key.extend_from_slice(&0u64.to_be_bytes());
+	ops.push((schema::COL_POSTING, legacy_key, Some(encode_segment(&no_key))));
+	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(1u32.encode())));
+	writeback::commit(&db, ops, false).unwrap();
+	drop(db);
+
+	let store = open();
+	assert_eq!(answers(&store), expected);
+	let statement = signed(200, None);
+	assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+	assert_eq!(store.broadcasts(&[]).unwrap().len(), 81);
+	drop(store);
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(2u32.encode()));
+	assert_eq!(segments(&db, PostingKey::Keyed).unwrap(), keyed);
+	let mut iter = db.iter(schema::COL_POSTING).unwrap();
+	iter.seek_to_first().unwrap();
+	let (first, _) = iter.next().unwrap().unwrap();
+	assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
+}
+
+/// A store closed cleanly with `n` statements, and intent records for `extra` more that
+/// the database lacks, as a crash would leave them: `(first_seq, statements)`.
+fn with_pending_intents(
+	dir: &std::path::Path,
+	n: u8,
+	extra: std::ops::Range<u8>,
+	skip_at: Option<usize>,
+) -> (u64, Vec<Statement>) {
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let store = Store::open(Config::new(dir), Arc::new(allowances)).unwrap();
+	for k in 0..n {
+		assert_eq!(store.submit(signed(k, None), StatementSource::Local), SubmitResult::New);
+	}
+	drop(store);
+	let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
+	let held = meta_position(&db, schema::KEY_INTENT).unwrap();
+	drop(db);
+	let mut log = IntentLog::create(dir, false, held + 1).unwrap();
+	let mut statements = Vec::new();
+	for (index, k) in extra.enumerate() {
+		let statement = signed(k, None);
+		if Some(index) == skip_at {
+			// A second file from here on, one batch further: as if a file holding that
+			// batch had been removed.
+			log = IntentLog::create(dir, false, log.next_seq() + 1).unwrap();
+		}
+		let seq = log.next_seq();
+		let account = match statement.verify_signature() {
+			statement_primitives::SignatureVerificationResult::Valid(account) => account,
+			_ => panic!("signed"),
+		};
+		log.append(seq, &[intent::Step::Add { account, encoding: statement.encode() }]).unwrap();
+		statements.push(statement);
+	}
+	(held + 1, statements)
+}
+
+fn open_with(dir: &std::path::Path, skip_intent_gaps: bool) -> Result<Store> {
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let mut config = Config::new(dir);
+	config.skip_intent_gaps = skip_intent_gaps;
+	Store::open(config, Arc::new(allowances))
+}
+
+#[test]
+fn pending_intents_are_redone_and_their_files_removed() {
+	let dir = tempfile::tempdir().unwrap();
+	let (_, pending) = with_pending_intents(dir.path(), 3, 10..20, None);
+	let store = open_with(dir.path(), false).unwrap();
+	assert_eq!(store.len(), 13);
+	assert!(pending.iter().all(|statement| store.has_statement(&statement.hash())));
+	let names: Vec<_> = std::fs::read_dir(dir.path())
+		.unwrap()
+		.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+		.filter(|name| name.starts_with("intent-"))
+		.collect();
+	assert_eq!(names.len(), 1, "only the new, empty intent file: {names:?}");
+}
+
+#[test]
+fn a_damaged_intent_record_refuses_open_and_skipping_keeps_every_intact_one() {
+	let dir = tempfile::tempdir().unwrap();
+	let (first, pending) = with_pending_intents(dir.path(), 3, 10..20, None);
+	let file = dir.path().join(format!("intent-{first:020}.log"));
+	let mut bytes = std::fs::read(&file).unwrap();
+	// A flipped byte in the fourth of ten equally long records.
+	let record = bytes.len() / 10;
+	bytes[3 * record + record / 2] ^= 0x10;
+	std::fs::write(&file, &bytes).unwrap();
+	match open_with(dir.path(), false) {
+		Err(Error::IntentGap { first: gap_first, last, detail, .. }) => {
+			assert_eq!((gap_first, last), (first + 3, first + 3));
+			assert!(detail.contains("damaged records"), "{detail}");
+		}
+		other => panic!("expected IntentGap, got {:?}", other.err()),
+	}
+	assert_eq!(std::fs::read(&file).unwrap(), bytes, "a refused open changes nothing");
+	let store = open_with(dir.path(), true).unwrap();
+	assert_eq!(store.len(), 3 + 9);
+	for (k, statement) in pending.iter().enumerate() {
+		assert_eq!(store.has_statement(&statement.hash()), k != 3, "statement {k}");
+	}
+	assert!(dir.path().join(format!("intent-{first:020}.log.damaged")).is_file());
+}
+
+#[test]
+fn a_missing_intent_file_is_an_error_that_names_the_batches() {
+	let dir = tempfile::tempdir().unwrap();
+	let (first, _) = with_pending_intents(dir.path(), 2, 10..16, Some(2));
+	let err = open_with(dir.path(), false).err().expect("refused");
+	let Error::IntentGap { first: missing, last, ref detail, .. } = err else {
+		panic!("expected IntentGap, got {err}")
+	};
+	assert_eq!((missing, last), (first + 2, first + 2));
+	assert!(detail.contains("missing"), "{detail}");
+	assert!(err.to_string().contains(&format!("lacks batches {missing} to {missing}")), "{err}");
+}
+
+#[test]
+fn a_damaged_posting_list_never_answers_with_a_statement_of_another_topic_or_a_missing_one() {
+	let dir = tempfile::tempdir().unwrap();
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let store = Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+	for n in 0..8u8 {
+		assert_eq!(store.submit(signed(n, None), StatementSource::Local), SubmitResult::New);
+	}
+	drop(store);
+	// Topic 0 holds statements 0 and 4 (ids 1 and 5); the damaged list adds id 2 (topic
+	// 1) and id 99 (not stored).
+	let key = PostingKey::Topic([0; 32]).segment_key(0);
+	poke(dir.path(), vec![(schema::COL_POSTING, key, Some(encode_segment(&[1, 2, 5, 99])))]);
+	let store = Store::open(Config::new(dir.path()), Arc::new(allowances)).unwrap();
+	let mut answer = store.broadcasts(&[Topic([0; 32])]).unwrap();
+	answer.sort();
+	assert_eq!(answer, vec![vec![0], vec![4]]);
+	assert_eq!(store.metrics().corrupt, 1, "the missing one is counted");
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_as_it_is() {
+	let dir = tempfile::tempdir().unwrap();
+	drop(open(dir.path()).unwrap());
+	poke(dir.path(), vec![(schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(7u32.encode()))]);
+	match open(dir.path()) {
+		Err(Error::NewerSchema { found: 7, supported: schema::SCHEMA_VERSION, .. }) => {}
+		other => panic!("expected NewerSchema, got {:?}", other.err()),
+	}
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(7u32.encode()));
+}
+
+#[test]
+fn counters_that_contradict_the_journal_are_refused() {
+	let dir = tempfile::tempdir().unwrap();
+	drop(open(dir.path()).unwrap());
+	let wrong = Counters { count: 5, total_size: 0, next_id: 1 };
+	poke(dir.path(), vec![(schema::COL_META, schema::KEY_COUNTERS.to_vec(), Some(wrong.encode()))]);
+	let err = open(dir.path()).err().expect("refused");
+	assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+	assert!(err.to_string().contains("counters say 5 statements"), "{err}");
+}
+
+#[test]
+fn a_body_that_does_not_match_its_journal_hash_is_caught_at_open() {
+	let dir = tempfile::tempdir().unwrap();
+	drop(open(dir.path()).unwrap());
+	poke(
+		dir.path(),
+		vec![
+			(schema::COL_JOURNAL, schema::id_key(1).to_vec(), Some([7u8; 32].to_vec())),
+			(schema::COL_BODY, schema::body_key(1).to_vec(), Some(vec![0])),
+			(
+				schema::COL_META,
+				schema::KEY_COUNTERS.to_vec(),
+				Some(Counters { count: 1, total_size: 1, next_id: 2 }.encode()),
+			),
+		],
+	);
+	let err = open(dir.path()).err().expect("refused");
+	assert!(err.to_string().contains("does not match its hash"), "{err}");
+}
+
+#[test]
+fn a_garbled_journal_entry_is_a_typed_error_not_a_panic() {
+	let dir = tempfile::tempdir().unwrap();
+	drop(open(dir.path()).unwrap());
+	poke(dir.path(), vec![(schema::COL_JOURNAL, schema::id_key(1).to_vec(), Some(vec![1, 2, 3]))]);
+	let err = open(dir.path()).err().expect("refused");
+	assert!(matches!(err, Error::BadValue { column: schema::COL_JOURNAL, .. }), "{err}");
+}
