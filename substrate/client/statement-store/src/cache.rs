@@ -20,7 +20,7 @@
 use crate::{
 	limit::{ByteLimit, Weigh},
 	posting::PostingList,
-	schema::PostingKey,
+	schema::{Id, PostingKey},
 	Result,
 };
 use parking_lot::RwLock;
@@ -143,13 +143,28 @@ impl PostingCache {
 		self.epoch.fetch_add(1, Ordering::Release);
 	}
 
+	/// The list for `key`: from the shared cache, else read by `load` (from disk) and
+	/// cached. The caller holds the view lock shared, so a list read from disk is current.
+	pub fn get_or_load(
+		&self,
+		key: PostingKey,
+		load: impl FnOnce(PostingKey) -> Result<Vec<Id>>,
+	) -> Result<Arc<PostingList>> {
+		if let Some(list) = self.get(&key) {
+			return Ok(list);
+		}
+		let list = Arc::new(PostingList::from_sorted(load(key)?));
+		self.insert(key, list.clone());
+		Ok(list)
+	}
+
 	/// Run `intersect` over the lists for `keys` (at most eight), taken from this thread's
-	/// memo when all of them are there, else from `load` (the shared cache, then the disk).
-	/// The caller holds the view lock shared, so the lists cannot change meanwhile.
+	/// memo when all of them are there, else from the shared cache, else read by `load` (from
+	/// disk). The caller holds the view lock shared, so the lists cannot change meanwhile.
 	pub fn with_lists<R>(
 		&self,
 		keys: &[PostingKey],
-		mut load: impl FnMut(PostingKey) -> Result<Arc<PostingList>>,
+		mut load: impl FnMut(PostingKey) -> Result<Vec<Id>>,
 		intersect: impl FnOnce(&[&PostingList]) -> R,
 	) -> Result<R> {
 		assert!(keys.len() <= MAX_LISTS, "a query intersects at most {MAX_LISTS} lists");
@@ -174,7 +189,8 @@ impl PostingCache {
 			}
 			return Ok(answer);
 		}
-		let lists = keys.iter().map(|key| load(*key)).collect::<Result<Vec<_>>>()?;
+		let lists =
+			keys.iter().map(|key| self.get_or_load(*key, &mut load)).collect::<Result<Vec<_>>>()?;
 		MEMO.with(|memo| {
 			let mut memo = memo.borrow_mut();
 			for (key, list) in keys.iter().zip(&lists) {
@@ -282,15 +298,20 @@ mod tests {
 			let loads = &loads;
 			move |_| {
 				loads.set(loads.get() + 1);
-				Ok(list(n))
+				Ok(list(n).ids().to_vec())
 			}
 		};
 		let len = |lists: &[&PostingList]| lists[0].len();
 		assert_eq!(cache.with_lists(&key, load(3), len).unwrap(), 3);
 		assert_eq!(cache.with_lists(&key, load(9), len).unwrap(), 3, "served from the memo");
 		assert_eq!(loads.get(), 1);
+		// A writer changes the shared list: the memo goes stale, the shared cache serves.
+		cache.update(&key[0], |list| list.insert(99));
 		cache.changed();
-		assert_eq!(cache.with_lists(&key, load(5), len).unwrap(), 5, "the memo went stale");
+		assert_eq!(cache.with_lists(&key, load(5), len).unwrap(), 4, "the memo went stale");
+		assert_eq!(loads.get(), 1, "the shared cache had it");
+		cache.clear();
+		assert_eq!(cache.with_lists(&key, load(5), len).unwrap(), 5, "read again");
 		assert_eq!(loads.get(), 2);
 		let other = PostingCache::new(1 << 20);
 		assert_eq!(other.with_lists(&key, load(7), len).unwrap(), 7, "memos are per cache");

@@ -29,7 +29,7 @@ impl Store {
 		}
 		let mut ids = self.inner.cache.with_lists(
 			&keys,
-			|key| self.inner.posting_list(key),
+			|key| self.inner.list_from_disk(key),
 			|lists| intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()),
 		)?;
 		if key.is_none() && !ids.is_empty() && self.inner.keyed.load(Ordering::Relaxed) {
@@ -123,19 +123,21 @@ impl Inner {
 	/// The posting list for `key`, from the cache or read from disk and cached. The caller
 	/// holds the view lock (shared), so a list read from disk is current when cached.
 	pub fn posting_list(&self, key: PostingKey) -> Result<Arc<PostingList>> {
-		if let Some(list) = self.cache.get(&key) {
-			return Ok(list);
-		}
-		let ids = match key {
-			PostingKey::All => self.all_ids()?,
+		self.cache.get_or_load(key, |key| self.list_from_disk(key))
+	}
+
+	/// The ids of `key`'s list, read from disk (the journal for [`PostingKey::All`]).
+	/// Segments are read by ordered iteration, which needs the staged batches in parity-db:
+	/// handed over first (overlaying the staged layers on parity-db's answer instead would
+	/// race with the drain thread replacing those layers).
+	fn list_from_disk(&self, key: PostingKey) -> Result<Vec<Id>> {
+		match key {
+			PostingKey::All => self.all_ids(),
 			_ => {
 				self.db.hand_over()?;
-				segments(self.db.raw(), key)?
+				segments(self.db.raw(), key)
 			}
-		};
-		let list = Arc::new(PostingList::from_sorted(ids));
-		self.cache.insert(key, list.clone());
-		Ok(list)
+		}
 	}
 
 	/// Every stored id, from the journal.
