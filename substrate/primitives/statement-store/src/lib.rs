@@ -5,6 +5,13 @@
 //! bytes and hash, and the JSON forms of filters and results match upstream's RPC. This crate
 //! knows no database; the store implements [`StatementStore`].
 //!
+//! Its parts: `statement` (the type and its fields) and `wire` (the SCALE encoding, strict
+//! decoding) make a statement; `proof` signs and verifies it (sr25519, ed25519, ecdsa);
+//! `types` holds hashes, topics, keys and the hash function; `allowance` the per-account
+//! limits and their chain-state key; `filter` the topic filters of subscriptions; `submit`
+//! the outcomes of a submission; `store` and `subscription` the trait a store implements and
+//! RPC and gossip call; `error` the one error type.
+//!
 //! ```
 //! use sp_core::Pair;
 //! use statement_primitives::{SignatureVerificationResult, Statement, Topic};
