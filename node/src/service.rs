@@ -19,45 +19,47 @@ const MAINTENANCE_PERIOD: Duration = Duration::from_secs(30);
 
 /// Run the node until SIGINT or SIGTERM.
 pub fn run(cmd: RunCmd) -> Result<(), Error> {
+	// A temporary base path (`--tmp`, or `--dev` without `-d`) is removed only after the
+	// runtime, and with it the store's last handle, is gone: the store writes its last
+	// checkpoint and membership snapshot into it while it closes.
+	let tmp = match &cmd.base_path {
+		None if cmd.tmp || cmd.dev => {
+			Some(tempfile::Builder::new().prefix("statement-node").tempdir().map_err(|source| {
+				Error::Io {
+					operation: "create a temporary base path in",
+					path: std::env::temp_dir(),
+					source,
+				}
+			})?)
+		}
+		_ => None,
+	};
 	let runtime = tokio::runtime::Builder::new_multi_thread()
 		.enable_all()
 		.thread_name("statement-node")
 		.build()
 		.map_err(Error::Runtime)?;
-	let result = runtime.block_on(run_async(cmd));
+	let result = runtime.block_on(run_async(cmd, tmp.as_ref().map(|dir| dir.path().to_path_buf())));
 	// The store closes when its last handle goes, and tasks on the runtime hold handles.
 	drop(runtime);
 	if result.is_ok() {
 		log::info!("Statement store closed");
 	}
+	drop(tmp);
 	result
 }
 
-async fn run_async(cmd: RunCmd) -> Result<(), Error> {
+async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<(), Error> {
 	let started = SystemTime::now();
 	// Installed before anything else, so a signal during startup is not the default "die".
 	let shutdown = Shutdown::install()?;
 	let chain = cmd.chain.clone().unwrap_or_else(|| if cmd.dev { "dev" } else { "local" }.into());
 	let spec = ChainSpec::load(&chain)?;
 	let allowances = spec.allowances()?;
-	// Lives until the node exits, then the temporary directory goes with it.
-	let mut _tmp = None;
-	let base_path = match &cmd.base_path {
-		Some(path) => path.clone(),
-		None if cmd.tmp || cmd.dev => {
-			let dir =
-				tempfile::Builder::new().prefix("statement-node").tempdir().map_err(|source| {
-					Error::Io {
-						operation: "create a temporary base path in",
-						path: std::env::temp_dir(),
-						source,
-					}
-				})?;
-			let path = dir.path().to_path_buf();
-			_tmp = Some(dir);
-			path
-		}
-		None => database::default_base_path(),
+	let base_path = match (&cmd.base_path, tmp_base) {
+		(Some(path), _) => path.clone(),
+		(None, Some(tmp)) => tmp,
+		(None, None) => database::default_base_path(),
 	};
 	let db_path = database::path(&base_path, &spec);
 	let name = cmd.name.clone().unwrap_or_else(|| "statement-node".into());

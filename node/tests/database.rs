@@ -52,3 +52,19 @@ async fn check_db_refuses_a_running_node_passes_a_sound_database_and_repair_rebu
 	assert!(!missing.status.success());
 	assert!(String::from_utf8_lossy(&missing.stderr).contains("no statement database at"));
 }
+
+#[test]
+fn stopping_a_tmp_node_closes_the_store_before_its_directory_goes() {
+	let mut node = Node::start(&["--tmp", "--chain", "dev", "--no-prometheus"]);
+	let logs = std::mem::replace(&mut node.logs, std::sync::mpsc::channel().1);
+	assert!(node.stop().success());
+	// The log reader ends when the node's stderr closes.
+	let mut lines = Vec::new();
+	while let Ok(line) = logs.recv_timeout(std::time::Duration::from_secs(10)) {
+		lines.push(line);
+	}
+	assert!(lines.iter().any(|line| line.contains("Statement store closed")), "{lines:#?}");
+	let trouble: Vec<&String> =
+		lines.iter().filter(|line| line.contains("WARN") || line.contains("ERROR")).collect();
+	assert!(trouble.is_empty(), "a clean stop logged: {trouble:#?}");
+}
