@@ -72,23 +72,21 @@ fn check_open(store: &Store) -> Result<CheckReport> {
 	inner.writeback.checkpoint()?;
 	let db = inner.db.raw();
 	let mut report = CheckReport::default();
-	let mut ids = Vec::new();
 	let (mut total_size, mut entries) = (0u64, Vec::new());
 	let mut journal = db.iter(schema::COL_JOURNAL)?;
 	journal.seek_to_first()?;
 	while let Some((key, value)) = journal.next()? {
 		let (id, hash) = schema::journal_entry(&key, &value)?;
-		ids.push(id);
 		entries.push((id, hash));
-		if ids.len() as u64 % PROGRESS == 0 {
-			log::info!(target: "statement-store", "check: read {} journal entries", ids.len());
+		if entries.len() as u64 % PROGRESS == 0 {
+			log::info!(target: "statement-store", "check: read {} journal entries", entries.len());
 		}
 	}
 	drop(journal);
-	report.statements = ids.len() as u64;
+	report.statements = entries.len() as u64;
 	for (n, (id, hash)) in entries.iter().enumerate() {
 		if (n as u64 + 1) % PROGRESS == 0 {
-			log::info!(target: "statement-store", "check: verified {} of {} statements", n + 1, ids.len());
+			log::info!(target: "statement-store", "check: verified {} of {} statements", n + 1, entries.len());
 		}
 		let Some(record) = check_statement(db, *id, hash, &mut report)? else {
 			// The counters still count it: compare them with what the records say.
@@ -121,7 +119,7 @@ fn check_open(store: &Store) -> Result<CheckReport> {
 			}
 		}
 	}
-	check_index_targets(db, &ids, &mut report)?;
+	check_index_targets(db, &entries, &mut report)?;
 	let mut bodies = 0u64;
 	db.iter_column_while(schema::COL_BODY, |_| {
 		bodies += 1;
@@ -188,7 +186,12 @@ fn check_statement(
 
 /// Every id in the posting lists and every hash in the account and expiry indexes must be a
 /// stored statement.
-fn check_index_targets(db: &parity_db::Db, ids: &[Id], report: &mut CheckReport) -> Result<()> {
+fn check_index_targets(
+	db: &parity_db::Db,
+	entries: &[(Id, [u8; 32])],
+	report: &mut CheckReport,
+) -> Result<()> {
+	let stored = |id: &Id| entries.binary_search_by_key(id, |(id, _)| *id).is_ok();
 	let mut iter = db.iter(schema::COL_POSTING)?;
 	iter.seek_to_first()?;
 	while let Some((key, value)) = iter.next()? {
@@ -197,7 +200,7 @@ fn check_index_targets(db: &parity_db::Db, ids: &[Id], report: &mut CheckReport)
 			report.problem(format!("posting segment {}: does not decode", hex(&key)));
 			continue;
 		}
-		for id in listed.iter().filter(|id| ids.binary_search(id).is_err()) {
+		for id in listed.iter().filter(|id| !stored(id)) {
 			report
 				.problem(format!("posting segment {}: lists {id}, which is not stored", hex(&key)));
 		}
@@ -217,10 +220,10 @@ fn check_index_targets(db: &parity_db::Db, ids: &[Id], report: &mut CheckReport)
 				report.problem(format!("{name} index entry {}: not a stored statement", hex(&key)));
 			}
 		}
-		if count != ids.len() as u64 {
+		if count != entries.len() as u64 {
 			report.problem(format!(
 				"the {name} index has {count} entries for {} statements",
-				ids.len()
+				entries.len()
 			));
 		}
 	}

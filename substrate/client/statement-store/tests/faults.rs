@@ -38,17 +38,9 @@ impl Drop for Tmpfs {
 	}
 }
 
-/// Fill `dir`'s file system until `leave` bytes are free; returns the filler's path.
-fn fill(dir: &Path, leave: u64) -> PathBuf {
-	fill_as(dir.join("filler"), dir, leave)
-}
-
-/// A second filler, as [`fill`].
-fn fill_more(dir: &Path, leave: u64) -> PathBuf {
-	fill_as(dir.join("more"), dir, leave)
-}
-
-fn fill_as(filler: PathBuf, dir: &Path, leave: u64) -> PathBuf {
+/// Fill `dir`'s file system with a file `name` until `leave` bytes are free; returns its path.
+fn fill(dir: &Path, name: &str, leave: u64) -> PathBuf {
+	let filler = dir.join(name);
 	let free = fs2::available_space(dir).unwrap();
 	let size = free.saturating_sub(leave);
 	let chunk = vec![0x5au8; 1 << 20];
@@ -77,7 +69,7 @@ fn a_nearly_full_disk_refuses_new_statements_keeps_serving_and_resumes_by_itself
 	config.min_free_bytes = 16 << 20;
 	config.checkpoint_bytes = 2 << 20;
 	let store = Store::open(config.clone(), allowances(100_000, u32::MAX)).unwrap();
-	let filler = fill(&tmpfs.path, 40 << 20);
+	let filler = fill(&tmpfs.path, "filler", 40 << 20);
 	let mut accepted = Vec::new();
 	let mut refusal = None;
 	for n in 0..5_000u32 {
@@ -105,7 +97,7 @@ fn a_nearly_full_disk_refuses_new_statements_keeps_serving_and_resumes_by_itself
 	assert!(!accepted.is_empty());
 	// Someone else fills the disk further, below half the reserve: still no crash, and the
 	// refusal holds however parity-db's and the intent log's files come and go.
-	let more = fill_more(&tmpfs.path, 8 << 20);
+	let more = fill(&tmpfs.path, "more", 8 << 20);
 	std::thread::sleep(Duration::from_millis(200));
 	let refused = simple(5, &[2], b"while the disk is full");
 	assert!(matches!(
