@@ -267,6 +267,26 @@ impl StatementStore for RamIndexStore {
 		Err(statement_primitives::Error::Unsupported("paging (the RAM-index baseline)".into()))
 	}
 
+	fn admission_watermark(&self) -> u64 {
+		0
+	}
+
+	fn admitted_page(
+		&self,
+		_: u64,
+		_: u64,
+		_: usize,
+	) -> statement_primitives::Result<StatementsPage> {
+		Err(statement_primitives::Error::Unsupported("gossip (the RAM-index baseline)".into()))
+	}
+
+	fn watch_admissions(
+		&self,
+		_: usize,
+	) -> statement_primitives::Result<Box<dyn StatementSubscription>> {
+		Err(statement_primitives::Error::Unsupported("gossip (the RAM-index baseline)".into()))
+	}
+
 	fn subscribe_with_queue(
 		&self,
 		_: TopicFilter,

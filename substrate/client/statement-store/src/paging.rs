@@ -186,7 +186,7 @@ impl Store {
 	/// Statements admitted after `after` (an id from an earlier call, or 0 for all), oldest
 	/// first, at most `limit`: `(id, hash, encoding)`. For gossip and replay.
 	pub fn statements_since(&self, after: Id, limit: usize) -> Result<Vec<(Id, Hash, Vec<u8>)>> {
-		self.inner.journal_since(after, limit, usize::MAX).map(|page| page.statements)
+		self.inner.journal_since(after, Id::MAX, limit, usize::MAX).map(|page| page.statements)
 	}
 
 	/// A page of the stored statements in admission order: those admitted after `after` (0
@@ -201,7 +201,20 @@ impl Store {
 		max_count: usize,
 		max_bytes: usize,
 	) -> Result<StatementsPage> {
-		self.inner.journal_since(after, max_count, max_bytes)
+		self.inner.journal_since(after, Id::MAX, max_count, max_bytes)
+	}
+
+	/// The id of the newest admitted statement, 0 before the first. Every statement up to it
+	/// is readable: the writer lock is free only between batches, and a batch is published
+	/// before it lets go.
+	pub fn admission_watermark(&self) -> Id {
+		self.inner.writer.lock().next_id - 1
+	}
+
+	/// Statements admitted in `(after, upto]`, oldest first, at most `max_bytes` past the
+	/// first; `next` is `None` once none is left.
+	pub fn admitted_page(&self, after: Id, upto: Id, max_bytes: usize) -> Result<StatementsPage> {
+		self.inner.journal_since(after, upto.saturating_add(1), usize::MAX, max_bytes)
 	}
 
 	/// Every stored statement, a page at a time, in admission order (see
@@ -212,7 +225,7 @@ impl Store {
 	) -> Result<()> {
 		let mut after = 0;
 		loop {
-			let page = self.inner.journal_since(after, PAGE_IDS, usize::MAX)?;
+			let page = self.inner.journal_since(after, Id::MAX, PAGE_IDS, usize::MAX)?;
 			each(page.statements)?;
 			match page.next {
 				Some(next) => after = next,

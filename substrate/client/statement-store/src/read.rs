@@ -89,11 +89,12 @@ impl Store {
 }
 
 impl Inner {
-	/// Journal entries after `after` with their bodies, at most `max_count` and, past the
-	/// first, `max_bytes`. Takes the view lock a page of ids at a time (see `paging`).
+	/// Journal entries in `(after, below)` with their bodies, at most `max_count` and, past
+	/// the first, `max_bytes`. Takes the view lock a page of ids at a time (see `paging`).
 	pub fn journal_since(
 		&self,
 		mut after: Id,
+		below: Id,
 		max_count: usize,
 		max_bytes: usize,
 	) -> Result<StatementsPage> {
@@ -101,7 +102,7 @@ impl Inner {
 		let mut bytes = 0;
 		while page.statements.len() < max_count {
 			let wanted = (max_count - page.statements.len()).min(PAGE_IDS);
-			let ids = self.journal_page(after, Id::MAX, wanted)?;
+			let ids = self.journal_page(after, below, wanted)?;
 			if ids.scanned_to.is_none() {
 				return Ok(page);
 			}

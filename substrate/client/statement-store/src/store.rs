@@ -245,6 +245,28 @@ impl StatementStore for Store {
 		Ok(statement_primitives::StatementsPage { statements, next: page.next })
 	}
 
+	fn admission_watermark(&self) -> u64 {
+		Store::admission_watermark(self)
+	}
+
+	fn admitted_page(
+		&self,
+		after: u64,
+		upto: u64,
+		max_bytes: usize,
+	) -> statement_primitives::Result<statement_primitives::StatementsPage> {
+		let page = Store::admitted_page(self, after, upto, max_bytes)?;
+		let statements = page.statements.into_iter().map(|(_, hash, body)| (hash, body)).collect();
+		Ok(statement_primitives::StatementsPage { statements, next: page.next })
+	}
+
+	fn watch_admissions(
+		&self,
+		queue_bytes: usize,
+	) -> statement_primitives::Result<Box<dyn statement_primitives::StatementSubscription>> {
+		Ok(Box::new(Store::watch_admissions(self, queue_bytes)))
+	}
+
 	fn subscribe_with_queue(
 		&self,
 		filter: TopicFilter,

@@ -317,6 +317,21 @@ fn matches(filter: &TopicFilter, topics: &[Topic]) -> bool {
 }
 
 impl Store {
+	/// Every statement committed from now on, with a queue of at most `queue_bytes`, and no
+	/// replay: what gossip propagates.
+	pub fn watch_admissions(&self, queue_bytes: usize) -> Subscription {
+		let _view = self.inner.view.read();
+		let (id, queue) = self.inner.subscriptions.add(TopicFilter::Any, queue_bytes);
+		Subscription {
+			store: self.clone(),
+			id,
+			queue,
+			replay: None,
+			replay_total: 0,
+			largest_page: 0,
+		}
+	}
+
 	/// Subscribe with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`] of live queue; see
 	/// [`Store::subscribe_with_queue`].
 	pub fn subscribe(&self, filter: TopicFilter) -> Result<Subscription> {

@@ -202,3 +202,35 @@ fn dump_pages_return_every_statement_once_while_writers_commit_between_pages() {
 	assert!(before.iter().all(|hash| unique.contains(hash)), "every stored statement once");
 	assert_eq!(store.statements().unwrap().len(), 700 + (extra - 700) as usize);
 }
+
+#[test]
+fn gossip_sees_stored_statements_up_to_the_watermark_and_new_ones_on_its_watch_once() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path(), &TestClock::new());
+	assert_eq!(StatementStore::admission_watermark(&store), 0);
+	let before = submit_all(&store, 0, 40, 100);
+	let watch = StatementStore::watch_admissions(&store, 1 << 20).unwrap();
+	assert_eq!(watch.replay_total(), 0, "a watch replays nothing");
+	let upto = StatementStore::admission_watermark(&store);
+	let after = submit_all(&store, 40, 50, 100);
+
+	// The journal up to the watermark, in pages of at most ~1 KiB past the first statement.
+	let mut cursor = 0;
+	let mut synced = Vec::new();
+	loop {
+		let page = StatementStore::admitted_page(&store, cursor, upto, 1024).unwrap();
+		assert!(page.statements.len() <= 7, "{} statements in a 1 KiB page", page.statements.len());
+		synced.extend(page.statements.iter().map(|(hash, _)| *hash));
+		match page.next {
+			Some(next) => cursor = next,
+			None => break,
+		}
+	}
+	assert_eq!(synced, before, "exactly the statements admitted up to the watermark, in order");
+
+	// The watch has exactly the later ones.
+	let live: Vec<Hash> =
+		watch.try_next_live(usize::MAX).unwrap().iter().map(|encoding| hash_of(encoding)).collect();
+	assert_eq!(live, after);
+	assert!(watch.try_next_live(usize::MAX).unwrap().is_empty());
+}

@@ -88,6 +88,22 @@ pub trait StatementStore: Send + Sync {
 		queue_bytes: usize,
 	) -> Result<Box<dyn StatementSubscription>>;
 
+	/// The admission journal's watermark: the cursor of the newest admitted statement (0 before
+	/// the first). Every statement admitted up to it can be read with
+	/// [`StatementStore::admitted_page`]; gossip takes it when a peer connects, to bound that
+	/// peer's initial sync.
+	fn admission_watermark(&self) -> u64;
+
+	/// Like [`StatementStore::statements_page`], but only statements admitted after `after`
+	/// and up to `upto` (a watermark), at most `max_bytes` of encodings past the first. `next`
+	/// is `None` once nothing is left up to `upto`.
+	fn admitted_page(&self, after: u64, upto: u64, max_bytes: usize) -> Result<StatementsPage>;
+
+	/// Every statement admitted from now on, once, in admission order, with a live queue of
+	/// at most `queue_bytes` (no replay of what is stored). For gossip: with
+	/// [`StatementStore::admission_watermark`] taken after it, nothing falls between.
+	fn watch_admissions(&self, queue_bytes: usize) -> Result<Box<dyn StatementSubscription>>;
+
 	/// [`StatementStore::subscribe_with_queue`] with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`].
 	fn subscribe(&self, filter: TopicFilter) -> Result<Box<dyn StatementSubscription>> {
 		self.subscribe_with_queue(filter, DEFAULT_SUBSCRIBER_QUEUE_BYTES)
