@@ -1,0 +1,290 @@
+//! Gossip between real nodes in one process: real stores in temporary directories, real
+//! litep2p connections over loopback TCP, real signatures.
+
+use codec::{Compact, Encode};
+use futures::StreamExt;
+use litep2p::{
+	config::ConfigBuilder,
+	protocol::notification::{
+		ConfigBuilder as NotificationConfigBuilder, NotificationEvent, NotificationHandle,
+		ValidationResult,
+	},
+	transport::tcp::config::Config as TcpConfig,
+	types::protocol::ProtocolName,
+	Litep2p,
+};
+use sp_core::{ed25519, Pair};
+use statement_network::{
+	identity, parse_address, protocol_name, Config, Multiaddr, Network, PeerId, Propagation,
+};
+use statement_primitives::{
+	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
+};
+use statement_store::{MapAllowances, Store};
+use std::{
+	sync::Arc,
+	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+const GENESIS: [u8; 32] = [7; 32];
+
+fn open_store(dir: &std::path::Path) -> Store {
+	let allowances = MapAllowances::new().with_default(StatementAllowance::new(1_000_000, 1 << 30));
+	Store::open(statement_store::Config::new(dir), Arc::new(allowances)).unwrap()
+}
+
+fn signed(n: u32, data_len: usize) -> Statement {
+	let mut seed = [0u8; 32];
+	seed[..4].copy_from_slice(&n.to_le_bytes());
+	let pair = ed25519::Pair::from_seed(&seed);
+	let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as u32;
+	let mut statement = Statement::new();
+	statement.set_expiry_from_parts(now + 3600, n);
+	statement.set_topic(0, Topic([1; 32]));
+	statement.set_plain_data(vec![(n % 251) as u8; data_len]);
+	statement.sign_ed25519_private(&pair);
+	statement
+}
+
+struct Node {
+	store: Store,
+	network: Network,
+	_dir: tempfile::TempDir,
+}
+
+impl Node {
+	fn address(&self) -> Multiaddr {
+		let listen = self.network.listen_addresses()[0].to_string();
+		parse_address(&listen, true).unwrap()
+	}
+}
+
+async fn node(n: u8, boot: &[&Node], tune: impl FnOnce(&mut Config)) -> Node {
+	let dir = tempfile::tempdir().unwrap();
+	node_in(dir, n, boot, tune).await
+}
+
+async fn node_in(
+	dir: tempfile::TempDir,
+	n: u8,
+	boot: &[&Node],
+	tune: impl FnOnce(&mut Config),
+) -> Node {
+	let store = open_store(dir.path());
+	let mut config = Config::new(GENESIS, [n; 32]);
+	config.listen_addresses = vec![parse_address("/ip4/127.0.0.1/tcp/0", false).unwrap()];
+	config.boot_nodes = boot.iter().map(|node| node.address()).collect();
+	tune(&mut config);
+	let network = statement_network::start(config, Arc::new(store.clone())).await.unwrap();
+	Node { store, network, _dir: dir }
+}
+
+async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+	let deadline = Instant::now() + within;
+	while !check() {
+		assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}");
+		tokio::time::sleep(Duration::from_millis(20)).await;
+	}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_submitted_on_one_node_reaches_the_other_and_is_not_sent_back() {
+	let alice = node(1, &[], |_| {}).await;
+	let bob = node(2, &[&alice], |_| {}).await;
+	eventually("bob and alice to connect", Duration::from_secs(10), || {
+		alice.network.statement_peers() == 1 && bob.network.statement_peers() == 1
+	})
+	.await;
+	let statement = signed(1, 64);
+	assert_eq!(alice.store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+	let started = Instant::now();
+	eventually("bob to have the statement", Duration::from_secs(5), || {
+		bob.store.has_statement(&statement.hash())
+	})
+	.await;
+	eprintln!("propagated in {:?}", started.elapsed());
+	// Bob got it from alice, so he does not send it back to her.
+	tokio::time::sleep(Duration::from_millis(300)).await;
+	assert_eq!(alice.network.metrics().received.get(), 0);
+	assert_eq!(bob.network.metrics().received.get(), 1);
+	let text = bob.network.metrics().render();
+	assert!(text.contains("substrate_sub_libp2p_peers_count 1"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_peer_gets_every_stored_statement_both_ways_in_mebibyte_chunks() {
+	let alice = node(1, &[], |_| {}).await;
+	let mut expected = Vec::new();
+	// Some 300 KiB statements, so chunks hold whole statements under 1 MiB.
+	for n in 0..2_000u32 {
+		let statement = signed(n, if n % 500 == 0 { 300 * 1024 } else { 200 });
+		assert_eq!(
+			alice.store.submit(statement.clone(), StatementSource::Local),
+			SubmitResult::New
+		);
+		expected.push(statement.hash());
+	}
+	let bob_dir = tempfile::tempdir().unwrap();
+	let bob_store = open_store(bob_dir.path());
+	let own = signed(1_000_000, 50);
+	assert_eq!(bob_store.submit(own.clone(), StatementSource::Local), SubmitResult::New);
+	drop(bob_store);
+	let bob = node_in(bob_dir, 2, &[&alice], |_| {}).await;
+	eventually("bob to hold alice's statements", Duration::from_secs(20), || {
+		expected.iter().all(|hash| bob.store.has_statement(hash))
+	})
+	.await;
+	eventually("alice to hold bob's statement", Duration::from_secs(5), || {
+		alice.store.has_statement(&own.hash())
+	})
+	.await;
+	let metrics = alice.network.metrics();
+	assert_eq!(metrics.initial_sync_sent.get(), 2_000);
+	assert!(metrics.initial_sync_bursts.get() >= 2, "the 300 KiB statements need several chunks");
+	assert_eq!(metrics.skipped_oversized.get(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_peer_catches_up_on_what_it_missed() {
+	let alice = node(1, &[], |_| {}).await;
+	let bob_dir = tempfile::tempdir().unwrap();
+	let bob = node_in(bob_dir, 2, &[&alice], |_| {}).await;
+	eventually("bob to connect", Duration::from_secs(10), || alice.network.statement_peers() == 1)
+		.await;
+	let Node { store, network, _dir: bob_dir } = bob;
+	drop(network);
+	drop(store);
+	eventually("alice to see bob go", Duration::from_secs(10), || {
+		alice.network.statement_peers() == 0
+	})
+	.await;
+	let missed: Vec<_> = (0..50).map(|n| signed(n, 100)).collect();
+	for statement in &missed {
+		assert_eq!(
+			alice.store.submit(statement.clone(), StatementSource::Local),
+			SubmitResult::New
+		);
+	}
+	let bob = node_in(bob_dir, 2, &[&alice], |_| {}).await;
+	eventually("bob to catch up", Duration::from_secs(10), || {
+		missed.iter().all(|statement| bob.store.has_statement(&statement.hash()))
+	})
+	.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_over_the_rate_limit_is_dropped_banned_and_counted() {
+	let alice = node(1, &[], |_| {}).await;
+	let bob = node(2, &[&alice], |config| config.rate_limit = 50).await;
+	eventually("bob and alice to connect", Duration::from_secs(10), || {
+		bob.network.statement_peers() == 1
+	})
+	.await;
+	// Under the limit: accepted.
+	let early = signed(0, 10);
+	alice.store.submit(early.clone(), StatementSource::Local);
+	eventually("bob to take the early statement", Duration::from_secs(5), || {
+		bob.store.has_statement(&early.hash())
+	})
+	.await;
+	// A burst of 300 in one go is over 50/s with bursts of 250.
+	for n in 1..=300 {
+		alice.store.submit(signed(n, 10), StatementSource::Local);
+	}
+	eventually("bob to detect the flood", Duration::from_secs(10), || {
+		bob.network.metrics().flooding_detected.get() >= 1
+	})
+	.await;
+	eventually("bob to drop alice", Duration::from_secs(10), || bob.network.statement_peers() == 0)
+		.await;
+	// Banned: alice's stream is refused for a while, even though bob dials her as boot node.
+	tokio::time::sleep(Duration::from_secs(3)).await;
+	assert_eq!(bob.network.statement_peers(), 0);
+	assert!(bob.store.has_statement(&early.hash()));
+}
+
+/// A hand-driven litep2p peer on the statement protocol, for sending what a node never would.
+async fn raw_peer(target: &Node) -> (NotificationHandle, PeerId) {
+	let (notification, handle) =
+		NotificationConfigBuilder::new(ProtocolName::from(protocol_name(&GENESIS)))
+			.with_max_size(2 * 1024 * 1024)
+			.with_handshake(vec![1])
+			.with_auto_accept_inbound(true)
+			.build();
+	let config = ConfigBuilder::new()
+		.with_keypair(identity::keypair(&[99; 32]).unwrap())
+		.with_tcp(TcpConfig {
+			listen_addresses: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
+			..Default::default()
+		})
+		.with_notification_protocol(notification)
+		.build();
+	let mut litep2p = Litep2p::new(config).unwrap();
+	litep2p.dial_address(target.address()).await.unwrap();
+	let peer = target.network.local_peer_id();
+	tokio::spawn(async move { while litep2p.next_event().await.is_some() {} });
+	(handle, peer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_from_a_peer_never_hurts_the_node_and_costs_the_peer_its_place() {
+	let bob = node(2, &[], |_| {}).await;
+	let (mut handle, bob_id) = raw_peer(&bob).await;
+	tokio::time::sleep(Duration::from_millis(300)).await;
+	handle.open_substream(bob_id).await.unwrap();
+	let deadline = Instant::now() + Duration::from_secs(10);
+	loop {
+		let event = tokio::time::timeout_at(deadline.into(), handle.next()).await.unwrap().unwrap();
+		match event {
+			NotificationEvent::ValidateSubstream { peer, .. } => {
+				handle.send_validation_result(peer, ValidationResult::Accept)
+			}
+			NotificationEvent::NotificationStreamOpened { .. } => break,
+			_ => {}
+		}
+	}
+	// A count over the limit, refused before decoding; then plain garbage.
+	let mut too_many = Compact(9_709u32).encode();
+	too_many.extend_from_slice(&[0; 64]);
+	handle.send_sync_notification(bob_id, too_many).unwrap();
+	for n in 0..20u8 {
+		let _ = handle.send_async_notification(bob_id, vec![n, 0xff, 0xfe, n]).await;
+	}
+	eventually("bob to drop the peer", Duration::from_secs(10), || {
+		bob.network.statement_peers() == 0
+	})
+	.await;
+	let metrics = bob.network.metrics();
+	assert!(metrics.bad_notifications.get() >= 16, "{}", metrics.bad_notifications.get());
+	assert_eq!(metrics.peers_banned.get(), 1);
+	// Bob goes on storing statements.
+	assert_eq!(bob.store.submit(signed(5, 10), StatementSource::Local), SubmitResult::New);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_of_different_chains_never_exchange_statements() {
+	let alice = node(1, &[], |_| {}).await;
+	let bob = node(2, &[&alice], |config| config.genesis_hash = [8; 32]).await;
+	tokio::time::sleep(Duration::from_secs(2)).await;
+	assert_eq!(bob.network.statement_peers(), 0);
+	let statement = signed(1, 10);
+	alice.store.submit(statement.clone(), StatementSource::Local);
+	tokio::time::sleep(Duration::from_millis(500)).await;
+	assert!(!bob.store.has_statement(&statement.hash()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_mode_waits_for_the_tick() {
+	let alice = node(1, &[], |config| config.propagation = Propagation::Reference).await;
+	let bob = node(2, &[&alice], |_| {}).await;
+	eventually("bob and alice to connect", Duration::from_secs(10), || {
+		alice.network.statement_peers() == 1
+	})
+	.await;
+	let statement = signed(1, 10);
+	alice.store.submit(statement.clone(), StatementSource::Local);
+	eventually("bob to have it within a tick", Duration::from_secs(3), || {
+		bob.store.has_statement(&statement.hash())
+	})
+	.await;
+}
