@@ -123,6 +123,46 @@ impl ChainSpec {
 		Ok(MapAllowances::from_storage(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))?)
 	}
 
+	/// The hash of the genesis block a Substrate node builds from this raw spec (state
+	/// version 1): header `{parent: 0, number: 0, state_root, extrinsics_root: the empty
+	/// trie's root, no digest}`, where `state_root` is the blake2-256 trie root of
+	/// `genesis.raw.top`. It names the gossip protocol, so nodes of different chains never
+	/// exchange statements. Specs with child tries are refused: nothing here writes them.
+	pub fn genesis_hash(&self) -> Result<[u8; 32], Error> {
+		use sp_runtime::{
+			generic::Header,
+			traits::{BlakeTwo256, Hash as _, Header as _},
+			StateVersion,
+		};
+		if !self.genesis.raw.children_default.is_empty() {
+			return Err(Error::ChainSpecInvalid {
+				path: self.id.clone(),
+				detail: "child tries in genesis.raw.childrenDefault are not supported".into(),
+			});
+		}
+		let decode = |text: &String| {
+			hex::decode(text.trim_start_matches("0x")).map_err(|source| Error::GenesisHex {
+				what: "entry",
+				text: text.clone(),
+				source,
+			})
+		};
+		let mut top = Vec::with_capacity(self.genesis.raw.top.len());
+		for (key, value) in &self.genesis.raw.top {
+			top.push((decode(key)?, decode(value)?));
+		}
+		let state_root = BlakeTwo256::trie_root(top, StateVersion::V1);
+		let extrinsics_root = BlakeTwo256::trie_root(Vec::new(), StateVersion::V1);
+		let header = Header::<u32, BlakeTwo256>::new(
+			0,
+			extrinsics_root,
+			state_root,
+			Default::default(),
+			Default::default(),
+		);
+		Ok(header.hash().0)
+	}
+
 	/// Pretty JSON.
 	pub fn to_json(&self) -> Result<String, Error> {
 		serde_json::to_string_pretty(self).map_err(Error::ChainSpecJson)
@@ -141,6 +181,30 @@ mod tests {
 		let alice = sr25519::Pair::from_string("//Alice", None).unwrap().public().0;
 		assert_eq!(allowances.allowance(&alice).unwrap(), Some(DEV_ALLOWANCE));
 		assert_eq!(allowances.allowance(&[9; 32]).unwrap(), None);
+	}
+
+	#[test]
+	fn the_genesis_hash_follows_the_genesis_storage_alone() {
+		let dev = ChainSpec::load("dev").unwrap();
+		let mut renamed = dev.clone();
+		renamed.name = "Another name".into();
+		renamed.boot_nodes =
+			vec!["/ip4/127.0.0.1/tcp/1/p2p/12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm"
+				.into()];
+		assert_eq!(dev.genesis_hash().unwrap(), renamed.genesis_hash().unwrap());
+		let mut other = dev.clone();
+		other.genesis.raw.top.insert("0x00".into(), "0x01".into());
+		assert_ne!(dev.genesis_hash().unwrap(), other.genesis_hash().unwrap());
+		// The empty state's block: its state root is the empty trie's root (blake2-256 of
+		// the one-byte empty node), which pins the trie encoding in use.
+		let mut empty = dev.clone();
+		empty.genesis.raw.top.clear();
+		use sp_runtime::traits::{BlakeTwo256, Hash as _};
+		assert_eq!(
+			BlakeTwo256::trie_root(Vec::new(), sp_runtime::StateVersion::V1),
+			BlakeTwo256::hash(&[0u8])
+		);
+		assert_ne!(empty.genesis_hash().unwrap(), dev.genesis_hash().unwrap());
 	}
 
 	#[test]

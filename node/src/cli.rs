@@ -21,16 +21,10 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-	/// Print the chain spec as JSON.
-	#[command(alias = "export-chain-spec")]
-	BuildSpec {
-		/// `dev`, `local` or a path to a chain spec JSON file.
-		#[arg(long, default_value = "dev")]
-		chain: String,
-		/// Accepted for compatibility: specs are always printed raw.
-		#[arg(long)]
-		raw: bool,
-	},
+	/// Print the chain spec as JSON (always raw).
+	BuildSpec(SpecCmd),
+	/// Print the chain spec as JSON, as `build-spec` does.
+	ExportChainSpec(SpecCmd),
 	/// Build and sign a statement, print it as `0x`-hex ready for `statement_submit`.
 	Sign(SignCmd),
 	/// Verify every statement and index of a stopped node's database; exits non-zero if
@@ -39,6 +33,20 @@ pub enum Command {
 	/// Rebuild a stopped node's database from its intact statements: the old one is kept
 	/// beside it, and the statements left out are listed in a side file.
 	Repair(DbCmd),
+}
+
+/// `statement-node build-spec` and `export-chain-spec`.
+#[derive(Debug, Parser)]
+pub struct SpecCmd {
+	/// `dev`, `local` or a path to a chain spec JSON file.
+	#[arg(long, default_value = "dev")]
+	pub chain: String,
+	/// Accepted for compatibility: specs are always printed raw.
+	#[arg(long)]
+	pub raw: bool,
+	/// Leave the built-in specs' boot nodes out (they have none; accepted for zombienet).
+	#[arg(long)]
+	pub disable_default_bootnode: bool,
 }
 
 /// `statement-node check-db` and `repair`: which database.
@@ -77,6 +85,15 @@ pub struct SignCmd {
 	/// Decryption key id (makes the statement "posted"), as `0x`-hex of 32 bytes or text.
 	#[arg(long)]
 	pub decryption_key: Option<String>,
+}
+
+/// How new statements reach peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PropagationMode {
+	/// Within a 20 ms coalescing window.
+	Immediate,
+	/// Once a second, as upstream.
+	Reference,
 }
 
 /// Which RPC methods are exposed.
@@ -177,18 +194,47 @@ pub struct RunCmd {
 	/// power loss, not only a crash of the node. Costs an fsync per submit.
 	#[arg(long)]
 	pub statement_store_sync_wal: bool,
-	/// P2P port (accepted for orchestrators; networking is not built yet).
-	#[arg(long)]
-	pub port: Option<u16>,
-	/// P2P listen address (accepted for orchestrators; networking is not built yet).
-	#[arg(long)]
+	/// P2P port: listen for peers on TCP `/ip4/0.0.0.0/tcp/PORT` (and `/ip6/::/tcp/PORT`)
+	/// when no `--listen-addr` is given.
+	#[arg(long, value_name = "PORT", default_value_t = 30333)]
+	pub port: u16,
+	/// P2P listen address, e.g. `/ip4/0.0.0.0/tcp/30333` or `/ip4/0.0.0.0/tcp/30334/ws`
+	/// (repeatable). Replaces the `--port` default.
+	#[arg(long, value_name = "MULTIADDR")]
 	pub listen_addr: Vec<String>,
-	/// Boot nodes (accepted for orchestrators; networking is not built yet).
-	#[arg(long)]
+	/// Peers to connect to at start and whenever they are not connected:
+	/// `/ip4/A/tcp/P[/ws]/p2p/PEER_ID`. Repeatable; one value may hold several addresses
+	/// separated by spaces. The chain spec's `bootNodes` are dialled too.
+	#[arg(long, value_name = "MULTIADDR")]
 	pub bootnodes: Vec<String>,
-	/// P2P node key (accepted for orchestrators; networking is not built yet).
-	#[arg(long)]
+	/// The node's ed25519 secret key, 64 hex digits: fixes its PeerId. Without it or
+	/// `--node-key-file`, a key is made once and kept in
+	/// `<base path>/chains/<chain id>/network/secret_ed25519`.
+	#[arg(long, value_name = "HEX")]
 	pub node_key: Option<String>,
+	/// File holding the node's ed25519 secret key (32 raw bytes or 64 hex digits).
+	#[arg(long, value_name = "PATH", conflicts_with = "node_key")]
+	pub node_key_file: Option<PathBuf>,
+	/// Peers to stay connected to, like boot nodes (repeatable, space-separated allowed).
+	#[arg(long, value_name = "MULTIADDR")]
+	pub reserved_nodes: Vec<String>,
+	/// Exchange statements only with reserved nodes (and boot nodes).
+	#[arg(long)]
+	pub reserved_only: bool,
+	/// Statements a second each peer may send (bursts of five times as many); a peer over it
+	/// is disconnected and banned for a minute.
+	#[arg(long, value_name = "N", default_value_t = statement_network::DEFAULT_RATE_LIMIT, value_parser = clap::value_parser!(u32).range(1..))]
+	pub statement_rate_limit: u32,
+	/// How new statements reach peers: `immediate` (within 20 ms) or `reference` (once a
+	/// second, as upstream; for comparisons).
+	#[arg(long, value_enum, default_value = "immediate")]
+	pub statement_propagation: PropagationMode,
+	/// Accepted for orchestrators (zombienet passes it): this node has no validator role.
+	#[arg(long)]
+	pub validator: bool,
+	/// Accepted for orchestrators, as `--validator`.
+	#[arg(long)]
+	pub insecure_validator_i_know_what_i_do: bool,
 	/// Accepted for orchestrators: this node has no telemetry.
 	#[arg(long)]
 	pub no_telemetry: bool,

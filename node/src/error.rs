@@ -6,6 +6,9 @@ use std::{net::SocketAddr, path::PathBuf};
 /// Why the node, or one of its subcommands, stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+	/// Networking could not start: a bad node key or address, or a port taken.
+	#[error("{0}")]
+	Network(#[from] statement_network::Error),
 	/// The chain spec file could not be read.
 	#[error("cannot read chain spec {path}: {source}")]
 	ChainSpecRead {

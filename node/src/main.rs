@@ -32,6 +32,7 @@ mod chain_spec;
 mod cli;
 mod database;
 mod error;
+mod network;
 mod prometheus;
 mod rpc;
 mod service;
@@ -46,9 +47,11 @@ fn main() -> ExitCode {
 	init_logging(&cli.run.log);
 	install_panic_hook();
 	let result = match &cli.subcommand {
-		Some(Command::BuildSpec { chain, .. }) => chain_spec::ChainSpec::load(chain)
-			.and_then(|spec| spec.to_json())
-			.map(|json| println!("{json}")),
+		Some(Command::BuildSpec(cmd) | Command::ExportChainSpec(cmd)) => {
+			chain_spec::ChainSpec::load(&cmd.chain)
+				.and_then(|spec| spec.to_json())
+				.map(|json| println!("{json}"))
+		}
 		Some(Command::Sign(cmd)) => sign::run(cmd),
 		Some(Command::CheckDb(cmd)) => database::check(cmd),
 		Some(Command::Repair(cmd)) => database::repair(cmd),

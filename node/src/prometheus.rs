@@ -1,15 +1,21 @@
 //! The Prometheus endpoint: `GET /metrics` in the text exposition format.
 
 use crate::error::Error;
+use statement_network::Network;
 use statement_store::Store;
-use std::{net::SocketAddr, time::SystemTime};
+use std::{net::SocketAddr, sync::Arc, time::SystemTime};
 use tokio::{
 	io::{AsyncReadExt, AsyncWriteExt},
 	net::TcpListener,
 };
 
 /// Serve metrics on `addr` until the task is dropped.
-pub async fn serve(listener: TcpListener, store: Store, started: SystemTime) {
+pub async fn serve(
+	listener: TcpListener,
+	store: Store,
+	network: Arc<Network>,
+	started: SystemTime,
+) {
 	loop {
 		let mut stream = match listener.accept().await {
 			Ok((stream, _)) => stream,
@@ -21,13 +27,15 @@ pub async fn serve(listener: TcpListener, store: Store, started: SystemTime) {
 			}
 		};
 		let store = store.clone();
+		let network = network.clone();
 		tokio::spawn(async move {
 			let mut request = [0u8; 1024];
 			// A scraper that hung up before asking needs no answer.
 			let Ok(read) = stream.read(&mut request).await else { return };
 			let head = String::from_utf8_lossy(&request[..read]);
 			let response = if head.starts_with("GET /metrics ") {
-				let body = render(&store, started);
+				let mut body = render(&store, started);
+				body.push_str(&network.metrics().render());
 				format!(
 					"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
 					body.len()
@@ -97,7 +105,7 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 	);
 	gauge(
 		"substrate_statement_store_subscriptions",
-		"Open subscriptions.",
+		"Open subscriptions (RPC subscribers and gossip's watch for new statements).",
 		"gauge",
 		metrics.subscriptions,
 	);
@@ -126,5 +134,10 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 			"substrate_statement_store_submits_total{{outcome=\"{outcome}\"}} {count}\n"
 		));
 	}
+	// Upstream's name for the admitted count, which its network tests read.
+	let admitted = metrics.submits.get("new").copied().unwrap_or(0);
+	out.push_str(&format!(
+		"# HELP substrate_sub_statement_store_submitted_statements Statements admitted as new.\n# TYPE substrate_sub_statement_store_submitted_statements counter\nsubstrate_sub_statement_store_submitted_statements {admitted}\n"
+	));
 	out
 }

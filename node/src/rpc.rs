@@ -20,12 +20,14 @@ use hyper_util::{
 use jsonrpsee::{
 	core::middleware::RpcServiceBuilder,
 	server::{stop_channel, Methods, PingConfig, ServerConfig, ServerHandle, StopHandle},
+	types::ErrorObjectOwned,
 	RpcModule,
 };
 use oversized::OversizedLayer;
+use statement_network::Network;
 use statement_rpc::StatementRpc;
 use statement_store::Store;
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 use tokio::net::{TcpListener, TcpStream};
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tracking::{CountCallsLayer, TrackLayer};
@@ -58,6 +60,8 @@ pub struct RpcConfig {
 	pub name: String,
 	/// Chain name, for `system_chain`.
 	pub chain: String,
+	/// The network, for `system_health`, `system_peers` and the local identity.
+	pub network: Option<Arc<Network>>,
 }
 
 /// Whether unsafe methods are exposed: `auto` allows them only on localhost.
@@ -107,24 +111,70 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
 	module.merge(StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed).into_module())?;
-	add_system_methods(&mut module, config.name.clone(), config.chain.clone())?;
+	add_system_methods(
+		&mut module,
+		config.name.clone(),
+		config.chain.clone(),
+		config.network.clone(),
+		unsafe_allowed,
+	)?;
 	Ok(module)
 }
 
 /// Substrate's `system_*` methods and `rpc_methods`, which lists every method in `module`
-/// (so it comes last).
+/// (so it comes last). `system_peers` is unsafe, as in Substrate.
 fn add_system_methods(
 	module: &mut RpcModule<()>,
 	name: String,
 	chain: String,
+	network: Option<Arc<Network>>,
+	unsafe_allowed: bool,
 ) -> Result<(), Error> {
 	module.register_method("system_name", move |_, _, _| name.clone())?;
 	module.register_method("system_version", |_, _, _| env!("CARGO_PKG_VERSION"))?;
 	module.register_method("system_chain", move |_, _, _| chain.clone())?;
-	module.register_method(
-		"system_health",
-		|_, _, _| serde_json::json!({ "peers": 0, "isSyncing": false, "shouldHavePeers": false }),
-	)?;
+	let health = network.clone();
+	module.register_method("system_health", move |_, _, _| {
+		let peers = health.as_ref().map_or(0, |network| network.statement_peers());
+		serde_json::json!({
+			"peers": peers,
+			"isSyncing": false,
+			"shouldHavePeers": health.is_some(),
+		})
+	})?;
+	if let Some(network) = network {
+		let local = network.clone();
+		module.register_method("system_localPeerId", move |_, _, _| {
+			local.local_peer_id().to_base58()
+		})?;
+		let local = network.clone();
+		module.register_method("system_localListenAddresses", move |_, _, _| {
+			local.listen_addresses().iter().map(ToString::to_string).collect::<Vec<_>>()
+		})?;
+		module.register_method("system_peers", move |_, _, _| {
+			if !unsafe_allowed {
+				return Err(ErrorObjectOwned::owned(
+					statement_rpc::UNSAFE_CODE,
+					"RPC call is unsafe to be called externally; start the node with --rpc-methods unsafe",
+					None::<()>,
+				));
+			}
+			// Substrate's shape; there is no block sync, so best block is genesis.
+			Ok(network
+				.peers()
+				.into_iter()
+				.filter(|peer| peer.statement_stream)
+				.map(|peer| {
+					serde_json::json!({
+						"peerId": peer.peer_id.to_base58(),
+						"roles": "FULL",
+						"bestHash": "0x0000000000000000000000000000000000000000000000000000000000000000",
+						"bestNumber": 0,
+					})
+				})
+				.collect::<Vec<_>>())
+		})?;
+	}
 	let mut names: Vec<&'static str> = module.method_names().collect();
 	names.push("rpc_methods");
 	names.sort_unstable();
@@ -255,8 +305,9 @@ mod tests {
 	#[test]
 	fn a_method_name_registered_twice_is_an_error_not_a_silent_skip() {
 		let mut module = RpcModule::new(());
-		add_system_methods(&mut module, "node".into(), "chain".into()).unwrap();
-		let err = add_system_methods(&mut module, "node".into(), "chain".into()).unwrap_err();
+		add_system_methods(&mut module, "node".into(), "chain".into(), None, true).unwrap();
+		let err =
+			add_system_methods(&mut module, "node".into(), "chain".into(), None, true).unwrap_err();
 		assert!(matches!(err, Error::RpcMethod(_)), "{err:?}");
 		assert!(err.to_string().contains("system_name"), "{err}");
 	}

@@ -5,7 +5,7 @@ use crate::{
 	cli::{RunCmd, MIB},
 	database,
 	error::Error,
-	prometheus, rpc,
+	network, prometheus, rpc,
 };
 use statement_store::{Config, Store};
 use std::{
@@ -67,11 +67,6 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	log::info!("Node name: {name}");
 	log::info!("Chain specification: {} ({})", spec.name, spec.id);
 	log::info!("Database: {}", db_path.display());
-	if !cmd.bootnodes.is_empty() || cmd.port.is_some() || !cmd.listen_addr.is_empty() {
-		log::warn!(
-			"Networking is not built yet: --port, --listen-addr and --bootnodes are ignored"
-		);
-	}
 
 	let mut config = Config::new(&db_path);
 	config.max_total_statements = cmd.statement_store_max_total_statements;
@@ -92,6 +87,16 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	let maintenance =
 		store.spawn_maintenance(&tokio::runtime::Handle::current(), MAINTENANCE_PERIOD);
 
+	let network_config = network::config(&cmd, &spec, &base_path)?;
+	let boot_nodes = network_config.boot_nodes.len();
+	let network =
+		Arc::new(statement_network::start(network_config, Arc::new(store.clone())).await?);
+	log::info!("Local node identity is: {}", network.local_peer_id());
+	log::info!(
+		"Statement gossip on {} with {boot_nodes} boot node(s)",
+		statement_network::protocol_name(&spec.genesis_hash()?)
+	);
+
 	let rpc_ip = if cmd.rpc_external {
 		IpAddr::V4(Ipv4Addr::UNSPECIFIED)
 	} else {
@@ -106,6 +111,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
 		name,
 		chain: spec.name.clone(),
+		network: Some(network.clone()),
 	};
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
 	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
@@ -127,7 +133,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		let addr =
 			listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
 		log::info!("Prometheus exporter started at {addr}/metrics");
-		Some(tokio::spawn(prometheus::serve(listener, store.clone(), started)))
+		Some(tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started)))
 	};
 
 	shutdown.wait().await;
@@ -141,6 +147,8 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	if let Some(task) = metrics_task {
 		task.abort();
 	}
+	// Gossip's worker holds the store: stop it before the store closes.
+	drop(network);
 	drop(store);
 	Ok(())
 }

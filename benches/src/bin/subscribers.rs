@@ -130,6 +130,7 @@ impl Node {
 			.args(["--dev", "--rpc-max-connections", "1000"])
 			.args(["--rpc-port", &rpc_port.to_string()])
 			.args(["--prometheus-port", &metrics_port.to_string()])
+			.args(["--listen-addr", "/ip4/127.0.0.1/tcp/0"])
 			.stdout(Stdio::null())
 			.stderr(Stdio::null())
 			.spawn()

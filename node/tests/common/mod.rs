@@ -55,7 +55,7 @@ impl Node {
 	pub fn start(args: &[&str]) -> Node {
 		let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
 			.args(args)
-			.args(["--rpc-port", "0"])
+			.args(["--rpc-port", "0", "--listen-addr", "/ip4/127.0.0.1/tcp/0"])
 			.stdout(Stdio::null())
 			.stderr(Stdio::piped())
 			.spawn()

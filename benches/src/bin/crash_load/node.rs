@@ -68,7 +68,7 @@ impl Launch {
 			.arg(&self.chain_spec)
 			.arg("-d")
 			.arg(&self.base_path)
-			.args(["--rpc-port", "0", "--no-prometheus"])
+			.args(["--rpc-port", "0", "--no-prometheus", "--listen-addr", "/ip4/127.0.0.1/tcp/0"])
 			.stdout(Stdio::null())
 			.stderr(Stdio::piped())
 			.spawn()

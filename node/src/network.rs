@@ -1,0 +1,114 @@
+//! The node's side of networking: its flags and chain spec turned into a
+//! [`statement_network::Config`], and the chain's genesis hash, which names the protocol.
+
+use crate::{
+	chain_spec::ChainSpec,
+	cli::{PropagationMode, RunCmd},
+	error::Error,
+};
+use statement_network::{identity, parse_address, Config, Multiaddr, Propagation};
+use std::path::Path;
+
+/// Where the node keeps its generated network key under the base path.
+pub fn key_path(base: &Path, spec: &ChainSpec) -> std::path::PathBuf {
+	base.join("chains").join(&spec.id).join("network").join("secret_ed25519")
+}
+
+/// Multiaddresses from flags (and spec entries) that may each hold several, space-separated,
+/// as zombienet passes `--bootnodes`.
+fn addresses<'a>(
+	values: impl Iterator<Item = &'a String>,
+	needs_peer: bool,
+) -> Result<Vec<Multiaddr>, Error> {
+	let mut out = Vec::new();
+	for value in values {
+		for text in value.split_whitespace() {
+			out.push(parse_address(text, needs_peer)?);
+		}
+	}
+	Ok(out)
+}
+
+/// The network config of this run.
+pub fn config(cmd: &RunCmd, spec: &ChainSpec, base: &Path) -> Result<Config, Error> {
+	let node_key = match (&cmd.node_key, &cmd.node_key_file) {
+		(Some(hex), _) => identity::secret_from_hex(hex)?,
+		(None, Some(file)) => identity::secret_from_file(file)?,
+		(None, None) => identity::secret_kept_in(&key_path(base, spec))?,
+	};
+	let mut config = Config::new(spec.genesis_hash()?, node_key);
+	config.listen_addresses = if cmd.listen_addr.is_empty() {
+		vec![parse_address(&format!("/ip4/0.0.0.0/tcp/{}", cmd.port), false)?]
+	} else {
+		addresses(cmd.listen_addr.iter(), false)?
+	};
+	config.boot_nodes = addresses(cmd.bootnodes.iter().chain(&spec.boot_nodes), true)?;
+	config.reserved_nodes = addresses(cmd.reserved_nodes.iter(), true)?;
+	config.reserved_only = cmd.reserved_only;
+	config.rate_limit = cmd.statement_rate_limit;
+	config.propagation = match cmd.statement_propagation {
+		PropagationMode::Immediate => Propagation::default(),
+		PropagationMode::Reference => Propagation::Reference,
+	};
+	Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use crate::cli::Cli;
+	use clap::Parser;
+
+	fn run(args: &[&str]) -> RunCmd {
+		Cli::parse_from(std::iter::once("statement-node").chain(args.iter().copied())).run
+	}
+
+	#[test]
+	fn zombienets_bootnodes_value_holds_several_addresses_and_the_spec_adds_its_own() {
+		let alice =
+			"/ip4/127.0.0.1/tcp/30333/ws/p2p/12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm";
+		let bob =
+			"/ip4/127.0.0.1/tcp/30334/p2p/12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm";
+		let cmd = run(&[
+			"--bootnodes",
+			&format!("{alice} {bob}"),
+			"--node-key",
+			"2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90",
+			"--listen-addr",
+			"/ip4/0.0.0.0/tcp/0/ws",
+		]);
+		let mut spec = ChainSpec::load("local").unwrap();
+		spec.boot_nodes = vec![bob.into()];
+		let dir = tempfile::tempdir().unwrap();
+		let config = config(&cmd, &spec, dir.path()).unwrap();
+		let boot: Vec<String> = config.boot_nodes.iter().map(ToString::to_string).collect();
+		assert_eq!(boot, [alice, bob, bob]);
+		assert_eq!(config.listen_addresses[0].to_string(), "/ip4/0.0.0.0/tcp/0/ws");
+		assert_eq!(
+			identity::peer_id(&config.node_key).unwrap().to_base58(),
+			"12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm"
+		);
+		// No key file was needed.
+		assert!(!key_path(dir.path(), &spec).exists());
+	}
+
+	#[test]
+	fn without_a_key_flag_the_node_keeps_one_key_under_its_base_path() {
+		let spec = ChainSpec::load("local").unwrap();
+		let dir = tempfile::tempdir().unwrap();
+		let first = config(&run(&[]), &spec, dir.path()).unwrap();
+		let second = config(&run(&[]), &spec, dir.path()).unwrap();
+		assert_eq!(first.node_key, second.node_key);
+		assert!(key_path(dir.path(), &spec).is_file());
+		assert_eq!(first.listen_addresses[0].to_string(), "/ip4/0.0.0.0/tcp/30333");
+	}
+
+	#[test]
+	fn a_bootnode_without_a_peer_id_is_a_clear_error() {
+		let spec = ChainSpec::load("local").unwrap();
+		let dir = tempfile::tempdir().unwrap();
+		let err =
+			config(&run(&["--bootnodes", "/ip4/127.0.0.1/tcp/1"]), &spec, dir.path()).unwrap_err();
+		assert!(err.to_string().contains("/p2p/<PeerId>"), "{err}");
+	}
+}
