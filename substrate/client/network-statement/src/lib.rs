@@ -88,6 +88,9 @@ pub const BAN_DURATION: Duration = Duration::from_secs(60);
 /// Standing below which a peer is dropped and banned.
 pub const BANNED_STANDING: i64 = -(1 << 16);
 
+/// Default of [`Config::watch_queue_bytes`]: 64 MiB.
+pub const DEFAULT_WATCH_QUEUE_BYTES: usize = 64 * 1024 * 1024;
+
 /// Default of [`Config::rate_limit`], upstream's: 50,000 statements a second.
 pub const DEFAULT_RATE_LIMIT: u32 = 50_000;
 
@@ -127,6 +130,9 @@ pub struct Config {
 	pub propagation: Propagation,
 	/// Source given to the store for received statements.
 	pub source: StatementSource,
+	/// Bytes of new statements the store may queue for gossip before gossip counts as fallen
+	/// behind; it then catches every peer up from the journal instead.
+	pub watch_queue_bytes: usize,
 }
 
 impl Config {
@@ -142,6 +148,7 @@ impl Config {
 			rate_limit: DEFAULT_RATE_LIMIT,
 			propagation: Propagation::default(),
 			source: StatementSource::Network,
+			watch_queue_bytes: DEFAULT_WATCH_QUEUE_BYTES,
 		}
 	}
 }

@@ -37,10 +37,6 @@ use tokio::sync::mpsc;
 /// Log target.
 const LOG: &str = "statement-gossip";
 
-/// Bound of the store's live queue for gossip; past it the watch is renewed and every peer
-/// is caught up from the journal.
-const WATCH_QUEUE_BYTES: usize = 64 * 1024 * 1024;
-
 /// How often unconnected boot and reserved nodes are dialled again, bans expire and
 /// forgotten sources are purged.
 const HOUSEKEEPING: Duration = Duration::from_secs(2);
@@ -77,7 +73,9 @@ pub struct Network {
 	local_peer_id: PeerId,
 	listen_addresses: Vec<Multiaddr>,
 	shared: Arc<Shared>,
-	task: tokio::task::JoinHandle<()>,
+	task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+	/// Validation threads: they hold the store until they end.
+	validators: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 struct Shared {
@@ -114,9 +112,32 @@ impl Network {
 	}
 }
 
+impl Network {
+	/// Stop networking and wait until nothing of it holds the store any more (the worker and
+	/// the validation threads, which end once the worker's queue to them is gone).
+	pub async fn stop(&self) {
+		let task = self.task.lock().take();
+		if let Some(task) = task {
+			task.abort();
+			let _ = task.await;
+		}
+		let validators = std::mem::take(&mut *self.validators.lock());
+		let joined = tokio::task::spawn_blocking(move || {
+			for thread in validators {
+				let _ = thread.join();
+			}
+		});
+		let _ = joined.await;
+	}
+}
+
 impl Drop for Network {
+	/// Without [`Network::stop`], the worker ends on its own soon after; the validation
+	/// threads then end too.
 	fn drop(&mut self) {
-		self.task.abort();
+		if let Some(task) = self.task.lock().take() {
+			task.abort();
+		}
 	}
 }
 
@@ -151,18 +172,19 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	}
 	let shared =
 		Arc::new(Shared { metrics: Metrics::default(), peers: Mutex::new(HashMap::new()) });
-	let watch = store.watch_admissions(WATCH_QUEUE_BYTES)?;
+	let watch = store.watch_admissions(config.watch_queue_bytes)?;
 	let live_since = store.admission_watermark();
 
 	let (validate_tx, validate_rx) = std::sync::mpsc::sync_channel(MAX_PENDING_VALIDATIONS);
 	let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
 	let validate_rx = Arc::new(std::sync::Mutex::new(validate_rx));
+	let mut validators = Vec::with_capacity(VALIDATION_THREADS);
 	for n in 0..VALIDATION_THREADS {
 		let validate_rx = validate_rx.clone();
 		let verdict_tx = verdict_tx.clone();
 		let store = store.clone();
 		let source = config.source;
-		std::thread::Builder::new()
+		let thread = std::thread::Builder::new()
 			.name(format!("statement-validate-{n}"))
 			.spawn(move || loop {
 				let job = match validate_rx.lock() {
@@ -176,6 +198,7 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 				}
 			})
 			.map_err(|err| Error::Start(format!("cannot start a validation thread: {err}")))?;
+		validators.push(thread);
 	}
 
 	let mut known = HashSet::new();
@@ -210,7 +233,13 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		known_peers: known,
 	};
 	let task = tokio::spawn(worker.run());
-	Ok(Network { local_peer_id, listen_addresses, shared, task })
+	Ok(Network {
+		local_peer_id,
+		listen_addresses,
+		shared,
+		task: Mutex::new(Some(task)),
+		validators: Mutex::new(validators),
+	})
 }
 
 /// A received statement waiting for its check.
@@ -276,7 +305,8 @@ struct Worker {
 	config: Config,
 	shared: Arc<Shared>,
 	watch: Box<dyn StatementSubscription>,
-	/// The watermark when `watch` began: after a lag, peers catch up from here.
+	/// A watermark up to which every admission was queued for peers: after a lag, peers are
+	/// caught up from here.
 	live_since: u64,
 	peers: HashMap<PeerId, Peer>,
 	bans: HashMap<PeerId, Instant>,
@@ -321,7 +351,9 @@ impl Worker {
 					Some(event) => self.on_notification(event).await,
 					None => return,
 				},
-				_ = self.watch.wait_live() => self.on_admitted(),
+				_ = self.watch.wait_live() => {
+					self.on_admitted();
+				}
 				Some(verdict) = self.verdict_rx.recv() => self.on_verdict(verdict),
 				Some(sent) = self.sent_rx.recv() => self.on_sent(sent),
 				_ = async { tokio::time::sleep_until(flush_at.unwrap_or_else(tokio::time::Instant::now)).await }, if flush_at.is_some() => {
@@ -530,13 +562,14 @@ impl Worker {
 	}
 
 	/// Statements the store admitted: queue them for every peer they did not come from.
-	fn on_admitted(&mut self) {
+	/// False if the watch had fallen behind and was renewed.
+	fn on_admitted(&mut self) -> bool {
 		loop {
 			let admitted = match self.watch.try_next_live(MAX_NOTIFICATION_SIZE) {
 				Ok(admitted) => admitted,
 				Err(err) => {
 					self.renew_watch(err);
-					return;
+					return false;
 				}
 			};
 			if admitted.is_empty() {
@@ -560,6 +593,7 @@ impl Worker {
 				self.flush_at = Some(tokio::time::Instant::now() + window);
 			}
 		}
+		true
 	}
 
 	/// Queue a statement for every peer but its sources.
@@ -588,7 +622,7 @@ impl Worker {
 	/// what was admitted since the old watch began, from the journal.
 	fn renew_watch(&mut self, err: statement_primitives::Error) {
 		log::warn!(target: LOG, "Propagation fell behind the store ({err}); catching peers up from the journal");
-		match self.store.watch_admissions(WATCH_QUEUE_BYTES) {
+		match self.store.watch_admissions(self.config.watch_queue_bytes) {
 			Ok(watch) => self.watch = watch,
 			Err(err) => {
 				log::error!(target: LOG, "Cannot watch the store for new statements: {err}");
@@ -763,6 +797,12 @@ impl Worker {
 	}
 
 	async fn housekeeping(&mut self) {
+		// Every statement up to the watermark was queued before it was read: once the queue
+		// is drained, a later lag needs to catch peers up only from here.
+		let upto = self.store.admission_watermark();
+		if self.on_admitted() {
+			self.live_since = upto;
+		}
 		let now = Instant::now();
 		self.bans.retain(|_, until| *until > now);
 		self.sources.retain(|_, (_, since)| now.duration_since(*since) < SOURCES_KEPT);
@@ -858,6 +898,6 @@ async fn sync_step(
 		metrics.initial_sync_bursts.add(1);
 		metrics.chunks.observe(count as f64);
 	}
-	let next = if page.statements.is_empty() { None } else { page.next };
-	Ok(SyncStep { next })
+	// An empty page with a cursor skipped statements removed since their ids were taken.
+	Ok(SyncStep { next: page.next })
 }

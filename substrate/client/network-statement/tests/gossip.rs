@@ -288,3 +288,33 @@ async fn reference_mode_waits_for_the_tick() {
 	})
 	.await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn propagation_that_falls_behind_the_store_catches_peers_up_from_the_journal() {
+	// A one-byte watch queue: the second statement committed before gossip reads the first
+	// drops the watch.
+	let alice = node(1, &[], |config| config.watch_queue_bytes = 1).await;
+	let bob = node(2, &[&alice], |_| {}).await;
+	eventually("bob and alice to connect", Duration::from_secs(10), || {
+		alice.network.statement_peers() == 1 && bob.network.statement_peers() == 1
+	})
+	.await;
+	let statements: Vec<Statement> = (0..500).map(|n| signed(n, 100)).collect();
+	let store = alice.store.clone();
+	let batch = statements.clone();
+	tokio::task::spawn_blocking(move || {
+		for statement in batch {
+			assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+		}
+	})
+	.await
+	.unwrap();
+	eventually("bob to hold all 500", Duration::from_secs(10), || {
+		statements.iter().all(|statement| bob.store.has_statement(&statement.hash()))
+	})
+	.await;
+	assert!(
+		alice.network.metrics().initial_sync_sent.get() > 0,
+		"the watch never fell behind, so the catch-up path went untested"
+	);
+}
