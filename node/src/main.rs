@@ -72,6 +72,9 @@ fn init_logging(filters: &[String]) {
 	let mut builder = env_logger::Builder::new();
 	builder.filter_level(log::LevelFilter::Info);
 	builder.filter_module("jsonrpsee", log::LevelFilter::Warn);
+	// litep2p warns "transport service closed" on every clean stop, when its transport goes
+	// before the protocol tasks; its other warnings stay.
+	builder.filter_module("litep2p::transport-service", log::LevelFilter::Error);
 	for directive in filters.iter().flat_map(|filter| filter.split(',')) {
 		builder.parse_filters(directive.trim());
 	}

@@ -147,8 +147,8 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	if let Some(task) = metrics_task {
 		task.abort();
 	}
-	// Gossip's worker holds the store: stop it before the store closes.
-	drop(network);
+	// Gossip holds the store: stop it, and wait, before the store closes.
+	network.stop().await;
 	drop(store);
 	Ok(())
 }
