@@ -29,9 +29,11 @@
 //!   times that; a peer over it is disconnected and banned for [`BAN_DURATION`], and
 //!   `substrate_sync_statement_flooding_detected` counts it.
 //! - Statements the store already has are skipped without a signature check; the others wait
-//!   in a validation queue of at most [`MAX_PENDING_VALIDATIONS`] (the rest are dropped and
-//!   counted) and are submitted with [`StatementSource::Network`], so allowances and limits
-//!   apply as for RPC.
+//!   in a validation queue of at most [`MAX_PENDING_VALIDATIONS`] and are submitted with
+//!   [`StatementSource::Network`], so allowances and limits apply as for RPC. A full queue
+//!   holds back received notifications for up to 2 s (which slows senders down through the
+//!   transport's backpressure, so an initial sync faster than validation loses nothing), then
+//!   drops what does not fit and counts it (`substrate_sync_ignored_statements`).
 //! - Undecodable or oversized notifications and invalid statements lower the peer's standing;
 //!   a peer whose standing falls below [`BANNED_STANDING`] is dropped and banned.
 //!
@@ -79,7 +81,8 @@ pub const INITIAL_SYNC_RESERVED_BYTES: usize = 4 * 1024 * 1024;
 /// Longest a notification may take to be sent before the peer is dropped.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Received statements waiting for their signature check and submission.
+/// Default of [`Config::validation_queue`]: received statements waiting for their signature
+/// check and submission.
 pub const MAX_PENDING_VALIDATIONS: usize = 64 * 1024;
 
 /// How long a peer that flooded us or misbehaved may not connect again.
@@ -133,6 +136,8 @@ pub struct Config {
 	/// Bytes of new statements the store may queue for gossip before gossip counts as fallen
 	/// behind; it then catches every peer up from the journal instead.
 	pub watch_queue_bytes: usize,
+	/// Received statements that may wait for validation ([`MAX_PENDING_VALIDATIONS`]).
+	pub validation_queue: usize,
 }
 
 impl Config {
@@ -149,6 +154,7 @@ impl Config {
 			propagation: Propagation::default(),
 			source: StatementSource::Network,
 			watch_queue_bytes: DEFAULT_WATCH_QUEUE_BYTES,
+			validation_queue: MAX_PENDING_VALIDATIONS,
 		}
 	}
 }

@@ -8,8 +8,7 @@ use crate::{
 	rate::Bucket,
 	wire::{self, MAX_NOTIFICATION_SIZE},
 	Config, Error, Multiaddr, PeerId, Propagation, BANNED_STANDING, BAN_DURATION,
-	INITIAL_SYNC_RESERVED_BYTES, MAX_IN_FLIGHT_BYTES, MAX_OUTBOX, MAX_PENDING_VALIDATIONS,
-	SEND_TIMEOUT,
+	INITIAL_SYNC_RESERVED_BYTES, MAX_IN_FLIGHT_BYTES, MAX_OUTBOX, SEND_TIMEOUT,
 };
 use codec::Decode;
 use futures::StreamExt;
@@ -43,6 +42,9 @@ const HOUSEKEEPING: Duration = Duration::from_secs(2);
 
 /// Threads checking signatures and submitting received statements.
 const VALIDATION_THREADS: usize = 2;
+
+/// Longest a full validation queue holds back received notifications before dropping.
+const VALIDATION_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the peers a statement came from are remembered, for it not to be sent back.
 const SOURCES_KEPT: Duration = Duration::from_secs(60);
@@ -175,7 +177,7 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	let watch = store.watch_admissions(config.watch_queue_bytes)?;
 	let live_since = store.admission_watermark();
 
-	let (validate_tx, validate_rx) = std::sync::mpsc::sync_channel(MAX_PENDING_VALIDATIONS);
+	let (validate_tx, validate_rx) = mpsc::channel(config.validation_queue.max(1));
 	let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
 	let validate_rx = Arc::new(std::sync::Mutex::new(validate_rx));
 	let mut validators = Vec::with_capacity(VALIDATION_THREADS);
@@ -188,10 +190,10 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 			.name(format!("statement-validate-{n}"))
 			.spawn(move || loop {
 				let job = match validate_rx.lock() {
-					Ok(rx) => rx.recv(),
+					Ok(mut rx) => rx.blocking_recv(),
 					Err(_) => return,
 				};
-				let Ok(Pending { peer, hash, statement }) = job else { return };
+				let Some(Pending { peer, hash, statement }) = job else { return };
 				let result = store.submit(statement, source);
 				if verdict_tx.send(Verdict { peer, hash, result }).is_err() {
 					return;
@@ -314,7 +316,7 @@ struct Worker {
 	sources: HashMap<Hash, (Vec<PeerId>, Instant)>,
 	/// Received statements queued for validation.
 	pending: HashSet<Hash>,
-	validate_tx: std::sync::mpsc::SyncSender<Pending>,
+	validate_tx: mpsc::Sender<Pending>,
 	verdict_rx: mpsc::UnboundedReceiver<Verdict>,
 	sent_tx: mpsc::UnboundedSender<Sent>,
 	sent_rx: mpsc::UnboundedReceiver<Sent>,
@@ -523,12 +525,21 @@ impl Worker {
 			if !self.pending.insert(hash) {
 				continue;
 			}
-			match self.validate_tx.try_send(Pending { peer, hash, statement }) {
-				Ok(()) => metrics.pending_validations.set(self.pending.len() as u64),
-				Err(_) => {
-					self.pending.remove(&hash);
-					metrics.ignored.add(1);
+			let queued = match self.validate_tx.try_send(Pending { peer, hash, statement }) {
+				Ok(()) => true,
+				// Waiting holds back every peer's notifications, which slows honest senders
+				// down through the transport's backpressure instead of losing statements.
+				Err(mpsc::error::TrySendError::Full(job)) => {
+					let room = tokio::time::timeout(VALIDATION_WAIT, self.validate_tx.send(job));
+					matches!(room.await, Ok(Ok(())))
 				}
+				Err(mpsc::error::TrySendError::Closed(_)) => false,
+			};
+			if queued {
+				metrics.pending_validations.set(self.pending.len() as u64);
+			} else {
+				self.pending.remove(&hash);
+				metrics.ignored.add(1);
 			}
 		}
 	}

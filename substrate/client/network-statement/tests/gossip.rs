@@ -152,6 +152,8 @@ async fn a_restarted_peer_catches_up_on_what_it_missed() {
 	eventually("bob to connect", Duration::from_secs(10), || alice.network.statement_peers() == 1)
 		.await;
 	let Node { store, network, _dir: bob_dir } = bob;
+	// After `stop` nothing of the network holds the store, so it closes and can reopen.
+	network.stop().await;
 	drop(network);
 	drop(store);
 	eventually("alice to see bob go", Duration::from_secs(10), || {
@@ -317,4 +319,23 @@ async fn propagation_that_falls_behind_the_store_catches_peers_up_from_the_journ
 		alice.network.metrics().initial_sync_sent.get() > 0,
 		"the watch never fell behind, so the catch-up path went untested"
 	);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_faster_than_validation_is_held_back_not_dropped() {
+	let alice = node(1, &[], |_| {}).await;
+	let statements: Vec<Statement> = (0..3_000).map(|n| signed(n, 50)).collect();
+	for statement in &statements {
+		assert_eq!(
+			alice.store.submit(statement.clone(), StatementSource::Local),
+			SubmitResult::New
+		);
+	}
+	// Sixteen places: every 1 MiB notification of about 7,000 statements overflows it.
+	let bob = node(2, &[&alice], |config| config.validation_queue = 16).await;
+	eventually("bob to hold all 3,000", Duration::from_secs(30), || {
+		statements.iter().all(|statement| bob.store.has_statement(&statement.hash()))
+	})
+	.await;
+	assert_eq!(bob.network.metrics().ignored.get(), 0);
 }
