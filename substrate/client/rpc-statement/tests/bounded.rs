@@ -1,46 +1,19 @@
 //! The RPC methods in process: lagging subscribers are dropped with an error, dumps too large
 //! for one response point to the paged method, and the paged dump returns everything once.
 
+mod common;
+
+use common::{open, TempDir};
 use jsonrpsee::{MethodsError, RpcModule};
 use serde_json::{json, Value};
 use sp_core::{ed25519, Pair};
-use statement_primitives::{
-	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult,
-};
+use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
 use statement_rpc::StatementRpc;
-use statement_store::{Config, MapAllowances, Store};
 use std::{
 	collections::HashSet,
 	sync::Arc,
 	time::{Duration, Instant},
 };
-
-/// A directory under the system's temporary directory, removed when dropped.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-	fn new(name: &str) -> TempDir {
-		let path = std::env::temp_dir().join(format!(
-			"statement-rpc-{name}-{}-{:?}",
-			std::process::id(),
-			Instant::now()
-		));
-		TempDir(path)
-	}
-}
-
-impl Drop for TempDir {
-	fn drop(&mut self) {
-		let _ = std::fs::remove_dir_all(&self.0);
-	}
-}
-
-fn open(dir: &TempDir) -> Store {
-	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
-	let mut config = Config::new(&dir.0);
-	config.sync_wal = false;
-	Store::open(config, Arc::new(allowances)).unwrap()
-}
 
 fn numbered(n: u32, size: usize) -> Statement {
 	let mut statement = Statement::new();
