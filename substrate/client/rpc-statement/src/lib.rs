@@ -5,8 +5,9 @@
 //!   primitives' trait; this crate never sees a concrete store or its database) and the
 //!   server's limits, and turns into a jsonrpsee [`RpcModule`] with
 //!   [`StatementRpc::into_module`].
-//! - Parameter parsing (`0x`-hex, 32-byte values, topic filters) answers bad input with an
-//!   error naming the parameter.
+//! - `params.rs` reads the parameters (`0x`-hex, 32-byte values, topic filters) and answers
+//!   bad input with a [`ParamError`] naming the parameter, the accepted forms and what was
+//!   given.
 //! - Queries, submission and removal are blocking methods that call the store directly; the
 //!   dumps walk [`StatementStore::statements_page`] so no answer passes the response limit.
 //! - A subscription task reads a [`StatementSubscription`]: replay pages off the async
@@ -24,9 +25,28 @@
 //! | `statement_remove` (unsafe) | hash | `null` |
 //! | `statement_subscribeStatement` | `TopicFilter` | `statement_statement` notifications |
 //!
-//! Topics, keys and hashes are `0x`-hex strings of 32 bytes (arrays of 32 numbers, as older
-//! clients send them, are accepted too). Bad params get a JSON-RPC error naming the parameter
-//! and the problem (not hex, odd length, wrong size, ...); the connection stays usable.
+//! Params are given by position. A topic, key or hash is a `0x`-hex string of 32 bytes or an
+//! array of 32 numbers from 0 to 255 (as older clients send them), in plain topic lists and
+//! inside filters alike. A topic filter is exactly one of `"any"`, `{"matchAll": [topics]}`
+//! (at most 4) or `{"matchAny": [topics]}` (at most 128), upstream's names; other spellings
+//! (`"Any"`, `{"match_all": ..}`) are refused with an error listing these forms.
+//!
+//! A bad parameter gets error `-32602` and the connection stays usable. The message is
+//! `missing <param>: expected <forms>` or `bad <param>[<where>]: <problem>`, the problem
+//! usually being `expected <forms>, got <given>`, for example:
+//!
+//! ```text
+//! bad topic filter: expected "any", {"matchAll": [topics]} or {"matchAny": [topics]}, got "Any"
+//! bad topic filter: matchAll: 5 topics given, at most 4
+//! bad topic filter: matchAny[0]: expected 32 bytes, got 2
+//! bad topics: expected an array of at most 4 topics, got a string
+//! bad topics[1]: not valid hex: 'z' at position 2 is not a hex digit
+//! bad statement hash: expected 32 bytes, got 2
+//! missing decryption key: expected a 0x-hex string of 32 bytes or an array of 32 numbers
+//! ```
+//!
+//! `<given>` is the value itself, cut to [`SHOWN_CHARS`] characters, when its JSON type is one
+//! the parameter takes, and only its type (`a string`, `an object`, ...) when it is not.
 //!
 //! A subscription replays the stored matches a page at a time as the client reads them, then
 //! streams new matches. It keeps at most [`IN_FLIGHT_NOTIFICATIONS`] notifications in the
@@ -43,10 +63,15 @@ use jsonrpsee::{
 };
 use sp_core::Bytes;
 use statement_primitives::{
-	check_match_all, Statement, StatementEvent, StatementSource, StatementStore,
-	StatementSubscription, Topic, TopicFilter, DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+	StatementEvent, StatementSource, StatementStore, StatementSubscription, Topic,
+	DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
 use std::sync::Arc;
+
+mod params;
+
+use params::Positional;
+pub use params::{ParamError, SHOWN_CHARS};
 
 /// JSON-RPC error code for a refused unsafe method (as Substrate uses).
 pub const UNSAFE_CODE: i32 = -32601;
@@ -129,164 +154,12 @@ impl StatementRpc {
 	}
 }
 
-/// `0x`-hex bytes, or what is wrong with the text.
-fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
-	let Some(digits) = text.strip_prefix("0x") else {
-		return Err("not valid hex: it must start with 0x".into());
-	};
-	if digits.len() % 2 != 0 {
-		return Err(format!("not valid hex: odd number of hex digits ({})", digits.len()));
-	}
-	let nibble = |at: usize| {
-		let digit = digits.as_bytes()[at];
-		(digit as char).to_digit(16).map(|value| value as u8).ok_or_else(|| {
-			format!("not valid hex: {:?} at position {} is not a hex digit", digit as char, at + 2)
-		})
-	};
-	(0..digits.len() / 2).map(|at| Ok(nibble(2 * at)? << 4 | nibble(2 * at + 1)?)).collect()
-}
-
-/// A byte-string parameter: a `0x`-hex string.
-struct HexBytes(Vec<u8>);
-
-impl<'de> serde::Deserialize<'de> for HexBytes {
-	fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-		let text = <String as serde::Deserialize>::deserialize(deserializer)?;
-		parse_hex(&text).map(HexBytes).map_err(serde::de::Error::custom)
-	}
-}
-
-/// A 32-byte parameter: `0x`-hex string or an array of 32 numbers.
-enum Bytes32 {
-	Hex(Vec<u8>),
-	Array([u8; 32]),
-}
-
-impl<'de> serde::Deserialize<'de> for Bytes32 {
-	fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-		struct Visitor;
-		impl<'de> serde::de::Visitor<'de> for Visitor {
-			type Value = Bytes32;
-			fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-				f.write_str("a 0x-hex string or an array of 32 numbers")
-			}
-			fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Bytes32, E> {
-				parse_hex(text).map(Bytes32::Hex).map_err(E::custom)
-			}
-			fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Bytes32, A::Error> {
-				let deserializer = serde::de::value::SeqAccessDeserializer::new(seq);
-				<[u8; 32] as serde::Deserialize>::deserialize(deserializer).map(Bytes32::Array)
-			}
-		}
-		deserializer.deserialize_any(Visitor)
-	}
-}
-
-impl Bytes32 {
-	fn into_array(self, what: &str) -> Result<[u8; 32], ErrorObjectOwned> {
-		match self {
-			Bytes32::Array(array) => Ok(array),
-			Bytes32::Hex(bytes) => bytes
-				.as_slice()
-				.try_into()
-				.map_err(|_| invalid(format!("{what} must be 32 bytes, got {}", bytes.len()))),
-		}
-	}
-}
-
-/// A topic filter parameter, read with the same hex rules as the other parameters.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum FilterParam {
-	Any,
-	MatchAll(Vec<Bytes32>),
-	MatchAny(Vec<Bytes32>),
-}
-
-impl FilterParam {
-	fn into_filter(self) -> Result<TopicFilter, ErrorObjectOwned> {
-		let topics = |raw: Vec<Bytes32>| {
-			raw.into_iter()
-				.map(|topic| topic.into_array("a topic").map(Topic))
-				.collect::<Result<Vec<_>, _>>()
-		};
-		let filter = match self {
-			FilterParam::Any => Ok(TopicFilter::Any),
-			FilterParam::MatchAll(raw) => TopicFilter::match_all(topics(raw)?),
-			FilterParam::MatchAny(raw) => TopicFilter::match_any(topics(raw)?),
-		};
-		filter.map_err(|err| invalid(format!("bad topic filter: {err}")))
-	}
-}
-
 fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
 	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
 }
 
 fn store_error(err: impl std::fmt::Display) -> ErrorObjectOwned {
 	ErrorObjectOwned::owned(STORE_ERROR_CODE, format!("statement store: {err}"), None::<()>)
-}
-
-fn topics_param(params: &Params, position: usize) -> Result<Vec<Topic>, ErrorObjectOwned> {
-	let raw: Vec<Bytes32> = nth(params, position, "topics")?;
-	let topics = raw
-		.into_iter()
-		.map(|topic| topic.into_array("a topic").map(Topic))
-		.collect::<Result<Vec<_>, _>>()?;
-	check_match_all(&topics).map_err(|err| invalid(err.to_string()))?;
-	Ok(topics)
-}
-
-fn nth<T: serde::de::DeserializeOwned>(
-	params: &Params,
-	position: usize,
-	what: &str,
-) -> Result<T, ErrorObjectOwned> {
-	let mut sequence = params.sequence();
-	for _ in 0..position {
-		sequence.next::<serde_json::Value>().map_err(|_| invalid(format!("missing {what}")))?;
-	}
-	sequence.next::<T>().map_err(|err| invalid(format!("bad {what}: {}", detail(&err))))
-}
-
-/// What jsonrpsee's "Invalid params" error says went wrong (the decoder's message).
-fn detail(err: &ErrorObjectOwned) -> String {
-	err.data()
-		.and_then(|data| serde_json::from_str::<String>(data.get()).ok())
-		.unwrap_or_else(|| err.message().to_string())
-}
-
-/// The parameter at `position`, `None` if it is missing or `null`.
-fn nth_optional<T: serde::de::DeserializeOwned>(
-	params: &Params,
-	position: usize,
-	what: &str,
-) -> Result<Option<T>, ErrorObjectOwned> {
-	let mut sequence = params.sequence();
-	for _ in 0..position {
-		if sequence.next::<serde_json::Value>().is_err() {
-			return Ok(None);
-		}
-	}
-	sequence.optional_next::<T>().map_err(|err| invalid(format!("bad {what}: {}", detail(&err))))
-}
-
-fn key_param(params: &Params) -> Result<[u8; 32], ErrorObjectOwned> {
-	nth::<Bytes32>(params, 1, "decryption key")?.into_array("the decryption key")
-}
-
-/// Decode a submitted statement. An oversized one is decoded leniently so that the store can
-/// answer with upstream's `EncodingTooLarge` result.
-fn statement_param(params: &Params) -> Result<Statement, ErrorObjectOwned> {
-	let HexBytes(bytes) = nth(params, 0, "statement")?;
-	match Statement::from_bytes(&bytes) {
-		Ok(statement) => Ok(statement),
-		Err(statement_primitives::Error::TooLarge { .. }) => {
-			<Statement as codec::Decode>::decode(&mut &bytes[..])
-				.map_err(|err| invalid(format!("statement does not decode: {err}")))
-		}
-		Err(err) => Err(invalid(format!("statement does not decode: {err}"))),
-	}
 }
 
 fn encoded(items: Vec<Vec<u8>>) -> Vec<Bytes> {
@@ -303,7 +176,7 @@ fn register(
 	module: &mut RpcModule<StatementRpc>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
 	module.register_blocking_method("statement_submit", |params, rpc, _| {
-		let statement = statement_param(&params)?;
+		let statement = Positional::of(&params)?.statement(0)?;
 		Ok::<_, ErrorObjectOwned>(rpc.store.submit(statement, StatementSource::Local))
 	})?;
 	module.register_blocking_method("statement_dump", |_, rpc, _| {
@@ -312,8 +185,9 @@ fn register(
 	})?;
 	module.register_blocking_method("statement_dumpPage", |params, rpc, _| {
 		rpc.ensure_unsafe_allowed()?;
-		let after: Option<u64> = nth_optional(&params, 0, "cursor")?;
-		let limit: Option<usize> = nth_optional(&params, 1, "limit")?;
+		let params = Positional::of(&params)?;
+		let after = params.cursor(0)?;
+		let limit = params.limit(1)?;
 		let limit = limit.unwrap_or(DUMP_PAGE_MAX).clamp(1, DUMP_PAGE_MAX);
 		let page =
 			rpc.store.statements_page(after, limit, rpc.max_answer_bytes()).map_err(store_error)?;
@@ -325,8 +199,7 @@ fn register(
 	})?;
 	module.register_blocking_method("statement_remove", |params, rpc, _| {
 		rpc.ensure_unsafe_allowed()?;
-		let hash =
-			nth::<Bytes32>(&params, 0, "statement hash")?.into_array("the statement hash")?;
+		let hash = Positional::of(&params)?.hash(0)?;
 		rpc.store.remove(&hash).map_err(store_error)
 	})?;
 	let queries: [(&'static str, bool, Query); 6] = [
@@ -341,8 +214,9 @@ fn register(
 	];
 	for (name, needs_key, query) in queries {
 		module.register_blocking_method(name, move |params, rpc, _| {
-			let topics = topics_param(&params, 0)?;
-			let key = if needs_key { Some(key_param(&params)?) } else { None };
+			let params = Positional::of(&params)?;
+			let topics = params.topics(0)?;
+			let key = if needs_key { Some(params.key(1)?) } else { None };
 			query(rpc.store.as_ref(), &topics, key).map(encoded).map_err(store_error)
 		})?;
 	}
@@ -404,11 +278,10 @@ async fn subscribe(
 	pending: PendingSubscriptionSink,
 	rpc: Arc<StatementRpc>,
 ) -> Result<(), SubscriptionError> {
-	let filter = match nth::<FilterParam>(&params, 0, "topic filter").and_then(|f| f.into_filter())
-	{
+	let filter = match Positional::of(&params).and_then(|params| params.filter(0)) {
 		Ok(filter) => filter,
 		Err(err) => {
-			pending.reject(err).await;
+			pending.reject(ErrorObjectOwned::from(err)).await;
 			return Ok(());
 		}
 	};
@@ -520,61 +393,4 @@ async fn send(
 	let raw = serde_json::value::to_raw_value(event)
 		.map_err(|err| Stop::Failed(format!("cannot encode a notification: {err}")))?;
 	sink.send(raw).await.map_err(|_| Stop::Closed)
-}
-
-#[cfg(test)]
-mod tests {
-	use super::*;
-
-	#[test]
-	fn hex_params_that_are_not_hex_say_so_and_name_the_parameter() {
-		for (json, expected) in [
-			("[\"0x08022\"]", "bad statement: not valid hex: odd number of hex digits (5)"),
-			("[\"0x0g\"]", "bad statement: not valid hex: 'g' at position 3 is not a hex digit"),
-			("[\"0802\"]", "bad statement: not valid hex: it must start with 0x"),
-		] {
-			let Err(err) = statement_param(&Params::new(Some(json))) else {
-				panic!("{json} accepted")
-			};
-			assert!(err.message().starts_with(expected), "{json}: {}", err.message());
-			assert_eq!(err.code(), INVALID_PARAMS_CODE);
-		}
-		let odd = format!("[[\"0x{}1\"]]", "11".repeat(31));
-		let err = topics_param(&Params::new(Some(&odd)), 0).unwrap_err();
-		assert!(
-			err.message().contains("bad topics: not valid hex: odd number"),
-			"{}",
-			err.message()
-		);
-		let key = format!("[[], \"0x{}\"]", "zz".repeat(32));
-		let err = key_param(&Params::new(Some(&key))).unwrap_err();
-		assert!(err.message().contains("bad decryption key: not valid hex"), "{}", err.message());
-	}
-
-	#[test]
-	fn a_filter_with_odd_length_hex_is_refused_as_not_hex() {
-		let json = "[{\"matchAll\": [\"0x123\"]}]";
-		let Err(err) = nth::<FilterParam>(&Params::new(Some(json)), 0, "topic filter") else {
-			panic!("accepted")
-		};
-		assert!(
-			err.message().contains("bad topic filter: not valid hex: odd"),
-			"{}",
-			err.message()
-		);
-	}
-
-	#[test]
-	fn topics_accept_hex_and_number_arrays_and_refuse_five() {
-		let hex = format!("\"0x{}\"", "11".repeat(32));
-		let array = format!("[{}]", vec!["17"; 32].join(","));
-		let json = format!("[[{hex},{array}]]");
-		let params = Params::new(Some(&json));
-		assert_eq!(topics_param(&params, 0).unwrap(), vec![Topic([0x11; 32]); 2]);
-		let five = format!("[[{}]]", vec![hex.clone(); 5].join(","));
-		let err = topics_param(&Params::new(Some(&five)), 0).unwrap_err();
-		assert!(err.message().contains("5 topics given, at most 4"), "{}", err.message());
-		let short = Params::new(Some("[[\"0x0102\"]]"));
-		assert!(topics_param(&short, 0).unwrap_err().message().contains("32 bytes"));
-	}
 }
