@@ -83,8 +83,13 @@ pub struct SignCmd {
 	#[arg(long)]
 	pub channel: Option<String>,
 	/// Decryption key id (makes the statement "posted"), as `0x`-hex of 32 bytes or text.
+	/// With `--encrypt`, the recipient's ed25519 public key as `0x`-hex.
 	#[arg(long)]
 	pub decryption_key: Option<String>,
+	/// Encrypt the data to `--decryption-key` (ECIES, as upstream), so that only a node
+	/// holding that ed25519 statement key reads it back with `statement_postedClear`.
+	#[arg(long, requires = "decryption_key")]
+	pub encrypt: bool,
 }
 
 /// How new statements reach peers.
@@ -120,6 +125,11 @@ pub struct RunCmd {
 	/// Directory for the node's data.
 	#[arg(short = 'd', long, value_name = "PATH")]
 	pub base_path: Option<PathBuf>,
+	/// Keystore directory, holding the statement keys `statement_postedClear` decrypts with
+	/// (Substrate's layout). Default: `<base path>/chains/<chain id>/keystore`. `--dev` also
+	/// holds the dev accounts' statement keys (//Alice .. //Ferdie, ed25519), in memory.
+	#[arg(long, value_name = "PATH")]
+	pub keystore_path: Option<PathBuf>,
 	/// Chain spec: `dev`, `local` or a path to a JSON file.
 	#[arg(long)]
 	pub chain: Option<String>,

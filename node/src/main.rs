@@ -9,9 +9,10 @@
 //! ```text
 //! cli --RunCmd--> service --chain--> chain_spec   (allowances, database id)
 //!                    |    --path---> database     (base path -> chains/<id>/statements)
+//!                    |    --path---> keystore     (chains/<id>/keystore; the decryptor)
 //!                    |    --Config-> statement-store: Store::open, maintenance every 30 s
 //!                    |                  | Store handles
-//!                    |                  +--> rpc --> statement-rpc + system_* (HTTP and WS)
+//!                    |                  +--> rpc --> statement-rpc + system_* + author_*Key
 //!                    |                  +--> prometheus --> GET /metrics
 //!                    +-- SIGINT/SIGTERM: stop rpc, maintenance, metrics; the store closes
 //! cli --build-spec--> chain_spec      cli --sign--> sign      cli --check-db/repair--> database
@@ -23,15 +24,19 @@
 //!   for a signal, then shuts them down in order.
 //! - `chain_spec`: the built-in `dev` and `local` specs and JSON files; genesis allowances.
 //! - `database`: where the database lives under the base path; `check-db` and `repair`.
+//! - `keystore`: the statement keys `statement_postedClear` decrypts with, in Substrate's
+//!   keystore layout; `author_insertKey` adds to it.
 //! - `rpc`: the JSON-RPC server (HTTP and WebSocket on one port) and its connection limits.
 //! - `prometheus`: the metrics endpoint.
-//! - `sign`: builds and signs a statement for `statement_submit`.
+//! - `sign`: builds and signs a statement for `statement_submit`, its data in the clear or
+//!   encrypted to a statement key.
 //! - `error`: the one error type; every command returns it and `main` prints it once.
 
 mod chain_spec;
 mod cli;
 mod database;
 mod error;
+mod keystore;
 mod network;
 mod prometheus;
 mod rpc;

@@ -6,6 +6,7 @@
 //! without sending a request (see there for the rules), and answers oversized bodies cleanly
 //! ([`oversized`]).
 
+mod author;
 mod connections;
 mod oversized;
 mod tracking;
@@ -62,6 +63,8 @@ pub struct RpcConfig {
 	pub chain: String,
 	/// The network, for `system_health`, `system_peers` and the local identity.
 	pub network: Option<Arc<Network>>,
+	/// The keystore, for `author_insertKey` and `author_hasKey`.
+	pub keystore: Option<Arc<crate::keystore::Keystore>>,
 }
 
 /// Whether unsafe methods are exposed: `auto` allows them only on localhost.
@@ -111,6 +114,9 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
 	module.merge(StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed).into_module())?;
+	if let Some(keystore) = &config.keystore {
+		author::register(&mut module, keystore.clone(), unsafe_allowed)?;
+	}
 	add_system_methods(
 		&mut module,
 		config.name.clone(),

@@ -5,6 +5,7 @@ use crate::{
 	cli::{RunCmd, MIB},
 	database,
 	error::Error,
+	keystore::{self, Keystore},
 	network, prometheus, rpc,
 };
 use statement_store::{Config, Store};
@@ -67,6 +68,14 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	log::info!("Node name: {name}");
 	log::info!("Chain specification: {} ({})", spec.name, spec.id);
 	log::info!("Database: {}", db_path.display());
+	let keystore_path =
+		cmd.keystore_path.clone().unwrap_or_else(|| keystore::default_path(&base_path, &spec.id));
+	let keystore = Arc::new(Keystore::open(keystore_path, cmd.dev)?);
+	log::info!(
+		"Keystore: {} ({} statement keys)",
+		keystore.path().display(),
+		keystore.statement_keys()
+	);
 
 	let mut config = Config::new(&db_path);
 	config.max_total_statements = cmd.statement_store_max_total_statements;
@@ -76,6 +85,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	config.sync_wal = cmd.statement_store_sync_wal;
 	config.min_free_bytes = cmd.statement_store_min_free_mib.saturating_mul(MIB as u64);
 	config.skip_intent_gaps = cmd.statement_store_skip_intent_gaps;
+	config.decryptor = Some(keystore.clone());
 	let store = Store::open(config, Arc::new(allowances))
 		.map_err(|err| Error::opening(err, db_path.clone()))?;
 	log::info!("Statement store opened with {} statements", store.len());
@@ -112,6 +122,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		name,
 		chain: spec.name.clone(),
 		network: Some(network.clone()),
+		keystore: Some(keystore),
 	};
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
 	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;

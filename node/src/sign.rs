@@ -1,7 +1,7 @@
 //! `statement-node sign`: build and sign a statement for `statement_submit`.
 
 use crate::{cli::SignCmd, error::Error};
-use sp_core::{sr25519, Pair};
+use sp_core::{ed25519, sr25519, Pair};
 use statement_primitives::{Statement, Topic, MAX_TOPICS};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,6 +15,17 @@ pub fn bytes32(text: &str) -> Result<[u8; 32], Error> {
 			.map_err(|bytes: Vec<u8>| bad(format!("need exactly 32 bytes, got {}", bytes.len())));
 	}
 	Ok(sp_crypto_hashing::blake2_256(text.as_bytes()))
+}
+
+/// An ed25519 public key to encrypt to: `0x`-hex only, since text would hash to no real key.
+fn ed25519_public(text: &str) -> Result<ed25519::Public, Error> {
+	if !text.starts_with("0x") {
+		return Err(Error::Bytes32 {
+			text: text.into(),
+			detail: "--encrypt needs the recipient's ed25519 public key as 0x-hex".into(),
+		});
+	}
+	Ok(ed25519::Public::from_raw(bytes32(text)?))
 }
 
 /// The signed statement `cmd` describes.
@@ -41,10 +52,20 @@ pub fn build(cmd: &SignCmd) -> Result<Statement, Error> {
 	if let Some(channel) = &cmd.channel {
 		statement.set_channel(bytes32(channel)?);
 	}
-	if let Some(key) = &cmd.decryption_key {
-		statement.set_decryption_key(bytes32(key)?);
+	match &cmd.decryption_key {
+		Some(key) if cmd.encrypt => {
+			let dest = ed25519_public(key)?;
+			statement.encrypt(cmd.data.as_bytes(), &dest).map_err(|err| Error::Bytes32 {
+				text: key.clone(),
+				detail: format!("cannot encrypt to it: {err}"),
+			})?;
+		}
+		Some(key) => {
+			statement.set_decryption_key(bytes32(key)?);
+			statement.set_plain_data(cmd.data.as_bytes().to_vec());
+		}
+		None => statement.set_plain_data(cmd.data.as_bytes().to_vec()),
 	}
-	statement.set_plain_data(cmd.data.as_bytes().to_vec());
 	statement.sign_sr25519_private(&pair);
 	Ok(statement)
 }
@@ -55,6 +76,10 @@ pub fn run(cmd: &SignCmd) -> Result<(), Error> {
 	eprintln!("hash: 0x{}", hex::encode(statement.hash()));
 	for topic in statement.topics() {
 		eprintln!("topic: 0x{}", hex::encode(topic.0));
+	}
+	if let Some(key) = statement.decryption_key() {
+		let how = if cmd.encrypt { " (data encrypted to it)" } else { "" };
+		eprintln!("decryption key: 0x{}{how}", hex::encode(key));
 	}
 	println!("0x{}", hex::encode(statement.encode()));
 	Ok(())

@@ -81,6 +81,27 @@ pub enum Error {
 	/// The store does not offer this call (a test or comparison store).
 	#[error("this statement store does not support {0}")]
 	Unsupported(String),
+	/// An ECIES destination that is not an ed25519 public key (not a curve point).
+	#[error("not an ed25519 public key: the bytes are not a point of the curve")]
+	NotEd25519Public,
+	/// ECIES data shorter than its header (ephemeral key and nonce).
+	#[error("encrypted data is {len} bytes, shorter than the {min}-byte ECIES header")]
+	EncryptedTooShort {
+		/// Bytes given.
+		len: usize,
+		/// Ephemeral key and nonce.
+		min: usize,
+	},
+	/// An ECIES key of low order (the destination, or the ephemeral key in encrypted data): the
+	/// shared secret would be known to anyone, so it is refused.
+	#[error("a low-order key: the shared secret would be known to anyone")]
+	WeakKey,
+	/// ECIES data that does not decrypt: another key, or altered on the way.
+	#[error("the data does not decrypt with this key (another key, or altered)")]
+	DecryptionFailed,
+	/// AES-GCM refused to encrypt (only for data of many gigabytes).
+	#[error("the data cannot be encrypted: it is too large for AES-GCM")]
+	EncryptionFailed,
 }
 
 /// Result with the crate's [`Error`].

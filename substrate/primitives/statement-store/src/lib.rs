@@ -10,7 +10,8 @@
 //! `types` holds hashes, topics, keys and the hash function; `allowance` the per-account
 //! limits and their chain-state key; `filter` the topic filters of subscriptions; `submit`
 //! the outcomes of a submission; `store` and `subscription` the trait a store implements and
-//! RPC and gossip call; `error` the one error type.
+//! RPC and gossip call; [`ecies`] encrypts a posted statement's data to its recipient's
+//! ed25519 key, as upstream does; `error` the one error type.
 //!
 //! ```
 //! use sp_core::Pair;
@@ -62,6 +63,7 @@
 #![warn(missing_docs)]
 
 mod allowance;
+pub mod ecies;
 mod error;
 mod filter;
 mod proof;

@@ -131,6 +131,20 @@ impl Statement {
 		self.data = Some(data);
 	}
 
+	/// Encrypt `data` to `dest` (ECIES, see [`crate::ecies`]) and make the statement posted to
+	/// that key: the decryption key becomes `dest` and the data the ciphertext.
+	pub fn encrypt(&mut self, data: &[u8], dest: &ed25519::Public) -> crate::Result<()> {
+		let sealed = crate::ecies::encrypt_ed25519(dest, data)?;
+		self.decryption_key = Some(dest.0);
+		self.data = Some(sealed);
+		Ok(())
+	}
+
+	/// The data decrypted with `pair`, `None` without a data field.
+	pub fn decrypt_private(&self, pair: &ed25519::Pair) -> crate::Result<Option<Vec<u8>>> {
+		self.data().map(|data| crate::ecies::decrypt_ed25519(&pair.seed(), data)).transpose()
+	}
+
 	/// blake2-256 of the encoding: the statement's identity in the store and on the wire.
 	pub fn hash(&self) -> Hash {
 		hash_encoded(&self.encode())
@@ -212,6 +226,19 @@ mod tests {
 			edit(&mut tampered);
 			assert_eq!(tampered.verify_signature(), SignatureVerificationResult::Invalid);
 		}
+	}
+
+	#[test]
+	fn encrypt_posts_to_the_key_and_only_its_pair_decrypts() {
+		let alice = ed25519::Pair::from_string("//Alice", None).unwrap();
+		let bob = ed25519::Pair::from_string("//Bob", None).unwrap();
+		let mut statement = sample();
+		statement.encrypt(b"secret", &alice.public()).unwrap();
+		assert_eq!(statement.decryption_key(), Some(alice.public().0));
+		assert_ne!(statement.data(), Some(&b"secret"[..]));
+		assert_eq!(statement.decrypt_private(&alice).unwrap(), Some(b"secret".to_vec()));
+		assert_eq!(statement.decrypt_private(&bob), Err(crate::Error::DecryptionFailed));
+		assert_eq!(Statement::new().decrypt_private(&alice), Ok(None));
 	}
 
 	#[test]

@@ -1,0 +1,120 @@
+//! Substrate's key methods, for the keystore that `statement_postedClear` decrypts with.
+//!
+//! | method | params | result |
+//! |---|---|---|
+//! | `author_insertKey` (unsafe) | key type (4 characters), secret URI, `0x` public key | `null` |
+//! | `author_hasKey` (unsafe) | `0x` public key, key type | `bool` |
+//!
+//! Both are unsafe, as in Substrate: refused with the same error as `statement_remove` when
+//! unsafe methods are not exposed. A `stmt` key must be the ed25519 key the secret URI gives,
+//! else the call is refused with -32602 and nothing is written; it decrypts at once. Keys of
+//! other types are kept unchecked, as Substrate keeps them. A key type that is not four
+//! characters gets Substrate's error (1040, "Invalid key type ID format").
+
+use crate::keystore::{Keystore, StatementKey, STATEMENT};
+use jsonrpsee::{
+	types::{ErrorObjectOwned, Params},
+	RpcModule,
+};
+use sp_core::{crypto::KeyTypeId, Bytes};
+use statement_rpc::{INVALID_PARAMS_CODE, UNSAFE_CODE};
+use std::sync::Arc;
+
+/// Substrate's code for author errors other than the pool's (`BASE_ERROR + 40`).
+pub const AUTHOR_OTHER_CODE: i32 = 1040;
+
+/// Add `author_insertKey` and `author_hasKey` over `keystore` to `module`.
+pub fn register(
+	module: &mut RpcModule<()>,
+	keystore: Arc<Keystore>,
+	unsafe_allowed: bool,
+) -> Result<(), jsonrpsee::core::RegisterMethodError> {
+	let inserting = keystore.clone();
+	module.register_blocking_method("author_insertKey", move |params, _, _| {
+		ensure_unsafe_allowed(unsafe_allowed)?;
+		insert_key(&inserting, &params)
+	})?;
+	module.register_blocking_method("author_hasKey", move |params, _, _| {
+		ensure_unsafe_allowed(unsafe_allowed)?;
+		let public: Bytes = param(&params, 0, "public key")?;
+		let key_type = key_type(param(&params, 1, "key type")?)?;
+		Ok::<_, ErrorObjectOwned>(keystore.has_key(key_type, &public))
+	})?;
+	Ok(())
+}
+
+fn insert_key(keystore: &Keystore, params: &Params) -> Result<(), ErrorObjectOwned> {
+	let key_type = key_type(param(params, 0, "key type")?)?;
+	let suri: String = param(params, 1, "secret URI")?;
+	let public: Bytes = param(params, 2, "public key")?;
+	let written = if key_type == STATEMENT {
+		let key = StatementKey::from_suri(&suri).ok_or_else(|| {
+			invalid("the secret URI is not a valid ed25519 secret (statement keys are ed25519)")
+		})?;
+		if public.0 != key.public() {
+			return Err(invalid(format!(
+				"the secret URI gives the ed25519 statement key 0x{}, not the public key given \
+				 (0x{})",
+				hex::encode(key.public()),
+				hex::encode(&public.0)
+			)));
+		}
+		keystore.insert_statement_key(key)
+	} else {
+		keystore.insert_other(key_type, &suri, &public)
+	};
+	written.map_err(|err| {
+		log::warn!("author_insertKey: {err}");
+		ErrorObjectOwned::owned(
+			AUTHOR_OTHER_CODE,
+			format!("The key store is unavailable: {err}"),
+			None::<()>,
+		)
+	})
+}
+
+/// A key type as Substrate reads it: exactly four bytes (here also ASCII, as every key type
+/// Substrate names is).
+fn key_type(text: String) -> Result<KeyTypeId, ErrorObjectOwned> {
+	let bytes: [u8; 4] =
+		text.as_bytes().try_into().ok().filter(|bytes: &[u8; 4]| bytes.is_ascii()).ok_or_else(
+			|| {
+				ErrorObjectOwned::owned(
+					AUTHOR_OTHER_CODE,
+					"Invalid key type ID format (should be of length four)",
+					None::<()>,
+				)
+			},
+		)?;
+	Ok(KeyTypeId(bytes))
+}
+
+fn param<T: serde::de::DeserializeOwned>(
+	params: &Params,
+	position: usize,
+	what: &str,
+) -> Result<T, ErrorObjectOwned> {
+	let mut sequence = params.sequence();
+	for _ in 0..position {
+		sequence.next::<serde_json::Value>().map_err(|_| invalid(format!("missing {what}")))?;
+	}
+	sequence.next::<T>().map_err(|err| {
+		let detail = err.data().map_or_else(|| err.message().to_string(), |data| data.to_string());
+		invalid(format!("bad {what}: {detail}"))
+	})
+}
+
+fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
+	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
+}
+
+fn ensure_unsafe_allowed(allowed: bool) -> Result<(), ErrorObjectOwned> {
+	if allowed {
+		return Ok(());
+	}
+	Err(ErrorObjectOwned::owned(
+		UNSAFE_CODE,
+		"RPC call is unsafe to be called externally; start the node with --rpc-methods unsafe",
+		None::<()>,
+	))
+}
