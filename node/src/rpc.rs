@@ -6,11 +6,14 @@
 //! without sending a request (see there for the rules), and answers oversized bodies cleanly
 //! ([`oversized`]).
 
+mod chain;
 mod connections;
 mod oversized;
+mod runtime;
 mod tracking;
 
 use crate::{cli::RpcMethods, error::Error};
+pub use chain::ChainInfo;
 use connections::{Connections, TrackedStream};
 use hyper_util::{
 	rt::{TokioExecutor, TokioIo},
@@ -62,6 +65,9 @@ pub struct RpcConfig {
 	pub chain: String,
 	/// The network, for `system_health`, `system_peers` and the local identity.
 	pub network: Option<Arc<Network>>,
+	/// Genesis block and properties, for the `chain_*`, `state_*` and `system_properties`
+	/// methods standard clients call when they connect.
+	pub chain_info: ChainInfo,
 }
 
 /// Whether unsafe methods are exposed: `auto` allows them only on localhost.
@@ -111,6 +117,7 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
 	module.merge(StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed).into_module())?;
+	module.merge(config.chain_info.clone().into_module()?)?;
 	add_system_methods(
 		&mut module,
 		config.name.clone(),
