@@ -9,8 +9,16 @@ use statement_primitives::{statement_allowance_key, StatementAllowance};
 use statement_store::MapAllowances;
 use std::collections::BTreeMap;
 
+/// A block header as Substrate chains with u32 block numbers and blake2-256 hashes have it.
+pub type GenesisHeader = sp_runtime::generic::Header<u32, sp_runtime::traits::BlakeTwo256>;
+
 /// Dev accounts, as in every Substrate dev chain.
 pub const DEV_ACCOUNTS: [&str; 6] = ["Alice", "Bob", "Charlie", "Dave", "Eve", "Ferdie"];
+
+/// The SS58 prefix of the built-in chains: 42, Substrate's generic one, so clients show the
+/// dev accounts as every Substrate dev chain does (`5Grw...` for Alice). They name no token:
+/// this chain has none.
+pub const DEV_SS58_FORMAT: u16 = 42;
 
 /// What each dev account may keep on the built-in chains: 100,000 statements, 100 MiB.
 pub const DEV_ALLOWANCE: StatementAllowance = StatementAllowance::new(100_000, 100 * 1024 * 1024);
@@ -29,6 +37,10 @@ pub struct ChainSpec {
 	/// Peers to connect to first.
 	#[serde(default)]
 	pub boot_nodes: Vec<String>,
+	/// What `system_properties` tells clients (`ss58Format`, `tokenSymbol`, ...); `null` or
+	/// missing answers `{}`, as Substrate does.
+	#[serde(default)]
+	pub properties: Option<serde_json::Map<String, serde_json::Value>>,
 	/// Genesis storage.
 	pub genesis: Genesis,
 }
@@ -84,6 +96,10 @@ fn built_in(name: &str, id: &str, chain_type: &str) -> ChainSpec {
 		id: id.into(),
 		chain_type: Some(chain_type.into()),
 		boot_nodes: Vec::new(),
+		properties: Some(serde_json::Map::from_iter([(
+			"ss58Format".to_string(),
+			serde_json::Value::from(DEV_SS58_FORMAT),
+		)])),
 		genesis: Genesis { raw: RawGenesis { top, children_default: BTreeMap::new() } },
 	}
 }
@@ -123,14 +139,12 @@ impl ChainSpec {
 		Ok(MapAllowances::from_storage(pairs.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))?)
 	}
 
-	/// The hash of the genesis block a Substrate node builds from this raw spec (state
-	/// version 1): header `{parent: 0, number: 0, state_root, extrinsics_root: the empty
-	/// trie's root, no digest}`, where `state_root` is the blake2-256 trie root of
-	/// `genesis.raw.top`. It names the gossip protocol, so nodes of different chains never
-	/// exchange statements. Specs with child tries are refused: nothing here writes them.
-	pub fn genesis_hash(&self) -> Result<[u8; 32], Error> {
+	/// The genesis block's header, as a Substrate node builds it from this raw spec (state
+	/// version 1): `{parent: 0, number: 0, state_root, extrinsics_root: the empty trie's root,
+	/// no digest}`, where `state_root` is the blake2-256 trie root of `genesis.raw.top`. Specs
+	/// with child tries are refused: nothing here writes them.
+	pub fn genesis_header(&self) -> Result<GenesisHeader, Error> {
 		use sp_runtime::{
-			generic::Header,
 			traits::{BlakeTwo256, Hash as _, Header as _},
 			StateVersion,
 		};
@@ -153,14 +167,20 @@ impl ChainSpec {
 		}
 		let state_root = BlakeTwo256::trie_root(top, StateVersion::V1);
 		let extrinsics_root = BlakeTwo256::trie_root(Vec::new(), StateVersion::V1);
-		let header = Header::<u32, BlakeTwo256>::new(
+		Ok(GenesisHeader::new(
 			0,
 			extrinsics_root,
 			state_root,
 			Default::default(),
 			Default::default(),
-		);
-		Ok(header.hash().0)
+		))
+	}
+
+	/// The hash of the [genesis header](Self::genesis_header). It names the gossip protocol,
+	/// so nodes of different chains never exchange statements, and clients read it from
+	/// `chain_getBlockHash(0)`.
+	pub fn genesis_hash(&self) -> Result<[u8; 32], Error> {
+		Ok(self.genesis_header()?.hash().0)
 	}
 
 	/// Pretty JSON.
@@ -205,6 +225,20 @@ mod tests {
 			BlakeTwo256::hash(&[0u8])
 		);
 		assert_ne!(empty.genesis_hash().unwrap(), dev.genesis_hash().unwrap());
+	}
+
+	#[test]
+	fn properties_may_be_missing_and_never_change_the_genesis() {
+		let mut spec = ChainSpec::load("local").unwrap();
+		assert_eq!(spec.properties.as_ref().unwrap()["ss58Format"], 42);
+		let genesis = spec.genesis_hash().unwrap();
+		let mut json: serde_json::Value = serde_json::from_str(&spec.to_json().unwrap()).unwrap();
+		json.as_object_mut().unwrap().remove("properties");
+		let bare: ChainSpec = serde_json::from_value(json).unwrap();
+		assert_eq!(bare.properties, None);
+		spec.properties = Some(serde_json::Map::from_iter([("tokenSymbol".into(), "X".into())]));
+		assert_eq!(spec.genesis_hash().unwrap(), genesis);
+		assert_eq!(bare.genesis_hash().unwrap(), genesis);
 	}
 
 	#[test]

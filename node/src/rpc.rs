@@ -7,11 +7,14 @@
 //! ([`oversized`]).
 
 mod author;
+mod chain;
 mod connections;
 mod oversized;
+mod runtime;
 mod tracking;
 
 use crate::{cli::RpcMethods, error::Error};
+pub use chain::ChainInfo;
 use connections::{Connections, TrackedStream};
 use hyper_util::{
 	rt::{TokioExecutor, TokioIo},
@@ -65,6 +68,9 @@ pub struct RpcConfig {
 	pub network: Option<Arc<Network>>,
 	/// The keystore, for `author_insertKey` and `author_hasKey`.
 	pub keystore: Option<Arc<crate::keystore::Keystore>>,
+	/// Genesis block and properties, for the `chain_*`, `state_*` and `system_properties`
+	/// methods standard clients call when they connect.
+	pub chain_info: ChainInfo,
 }
 
 /// Whether unsafe methods are exposed: `auto` allows them only on localhost.
@@ -117,6 +123,7 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 	if let Some(keystore) = &config.keystore {
 		author::register(&mut module, keystore.clone(), unsafe_allowed)?;
 	}
+	module.merge(config.chain_info.clone().into_module()?)?;
 	add_system_methods(
 		&mut module,
 		config.name.clone(),

@@ -123,6 +123,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		chain: spec.name.clone(),
 		network: Some(network.clone()),
 		keystore: Some(keystore),
+		chain_info: rpc::ChainInfo::from_spec(&spec)?,
 	};
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
 	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
