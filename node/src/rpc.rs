@@ -4,14 +4,18 @@
 //! jsonrpsee answers the requests; this module runs the accept loop itself so that every
 //! connection is accounted for in [`connections`], which closes connections that keep a slot
 //! without sending a request (see there for the rules), and answers oversized bodies cleanly
-//! ([`oversized`]).
+//! ([`oversized`]). Every request passes, in order: connection tracking, the origin check and
+//! CORS headers ([`cors`], policy in [`origin`]) and the size check.
 
 mod connections;
+mod cors;
+mod origin;
 mod oversized;
 mod tracking;
 
 use crate::{cli::RpcMethods, error::Error};
 use connections::{Connections, TrackedStream};
+use cors::OriginGuardLayer;
 use hyper_util::{
 	rt::{TokioExecutor, TokioIo},
 	server::conn::auto,
@@ -29,8 +33,9 @@ use statement_rpc::StatementRpc;
 use statement_store::Store;
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 use tokio::net::{TcpListener, TcpStream};
-use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tracking::{CountCallsLayer, TrackLayer};
+
+pub use origin::Cors;
 
 /// Largest request body, and largest WebSocket message, in bytes.
 pub const MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
@@ -48,8 +53,8 @@ pub struct RpcConfig {
 	pub addr: SocketAddr,
 	/// Which methods to expose.
 	pub methods: RpcMethods,
-	/// `--rpc-cors`.
-	pub cors: Option<String>,
+	/// Which browser origins may call: `--rpc-cors`, or its default.
+	pub cors: Cors,
 	/// `--rpc-max-connections`.
 	pub max_connections: u32,
 	/// `--rpc-max-subscriptions-per-connection`.
@@ -70,39 +75,6 @@ pub fn allow_unsafe(methods: RpcMethods, addr: &SocketAddr) -> bool {
 		RpcMethods::Unsafe => true,
 		RpcMethods::Safe => false,
 		RpcMethods::Auto => addr.ip().is_loopback(),
-	}
-}
-
-fn cors_layer(cors: Option<&str>) -> CorsLayer {
-	let base = CorsLayer::new().allow_methods(Any).allow_headers(Any);
-	match cors {
-		Some("all") => base.allow_origin(Any),
-		Some(list) => {
-			let origins = list
-				.split(',')
-				.filter_map(|origin| match origin.trim().parse() {
-					Ok(value) => Some(value),
-					// Only control characters fail here; the other origins still work.
-					Err(_) => {
-						log::warn!("--rpc-cors: ignoring {origin:?}, not a valid header value");
-						None
-					}
-				})
-				.collect::<Vec<http::HeaderValue>>();
-			base.allow_origin(AllowOrigin::list(origins))
-		}
-		None => base.allow_origin(AllowOrigin::predicate(|origin, _| {
-			let origin = origin.as_bytes();
-			[
-				&b"http://localhost"[..],
-				b"https://localhost",
-				b"http://127.0.0.1",
-				b"https://127.0.0.1",
-			]
-			.iter()
-			.any(|prefix| origin.starts_with(prefix))
-				|| origin == b"https://polkadot.js.org"
-		})),
 	}
 }
 
@@ -207,15 +179,16 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 				.max_failures(3),
 		)
 		.build();
+	// Built before the accept loop, so that a collision stops the node before it serves.
+	let methods: Methods = module(store, &config)?.into();
 	let rpc_middleware = RpcServiceBuilder::new().layer(CountCallsLayer);
 	let server = jsonrpsee::server::Server::builder()
 		.set_config(server_config)
 		.set_rpc_middleware(rpc_middleware)
 		.to_service_builder();
 	let connections = Connections::new(config.max_connections as usize, config.request_timeout);
-	let cors = cors_layer(config.cors.as_deref());
-	// Built before the accept loop, so that a collision stops the node before it serves.
-	let methods: Methods = module(store, &config)?.into();
+	let cors = Arc::new(config.cors);
+	let cors_headers = cors::headers_layer(&cors);
 	let (stop, handle) = stop_channel();
 	tokio::spawn(async move {
 		let stopped = stop.clone().shutdown();
@@ -233,8 +206,9 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 							continue;
 						};
 						let http_middleware = tower::ServiceBuilder::new()
-							.layer(cors.clone())
 							.layer(TrackLayer::new(slot.conn().clone()))
+							.layer(OriginGuardLayer::new(cors.clone()))
+							.layer(cors_headers.clone())
 							.layer(OversizedLayer::new(MAX_REQUEST_BYTES));
 						let service = server
 							.clone()

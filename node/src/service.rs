@@ -68,6 +68,17 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	log::info!("Chain specification: {} ({})", spec.name, spec.id);
 	log::info!("Database: {}", db_path.display());
 
+	// Read before anything opens, so that a bad `--rpc-cors` stops the node at once.
+	let rpc_addr = SocketAddr::new(
+		if cmd.rpc_external {
+			IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+		} else {
+			IpAddr::V4(Ipv4Addr::LOCALHOST)
+		},
+		cmd.rpc_port,
+	);
+	let cors = cors_policy(&cmd, rpc_addr)?;
+
 	let mut config = Config::new(&db_path);
 	config.max_total_statements = cmd.statement_store_max_total_statements;
 	config.max_total_size = cmd.statement_store_max_total_size;
@@ -97,15 +108,10 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		statement_network::protocol_name(&spec.genesis_hash()?)
 	);
 
-	let rpc_ip = if cmd.rpc_external {
-		IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-	} else {
-		IpAddr::V4(Ipv4Addr::LOCALHOST)
-	};
 	let rpc_config = rpc::RpcConfig {
-		addr: SocketAddr::new(rpc_ip, cmd.rpc_port),
+		addr: rpc_addr,
 		methods: cmd.rpc_methods,
-		cors: cmd.rpc_cors.clone().or_else(|| cmd.dev.then(|| "all".into())),
+		cors,
 		max_connections: cmd.rpc_max_connections,
 		max_subscriptions_per_connection: cmd.rpc_max_subscriptions_per_connection,
 		request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
@@ -114,9 +120,10 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		network: Some(network.clone()),
 	};
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
+	let origins = rpc_config.cors.to_string();
 	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
 	log::info!(
-		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}",
+		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}, allowed origins={origins}",
 		if unsafe_allowed { "allowed" } else { "refused" }
 	);
 
@@ -151,6 +158,24 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	network.stop().await;
 	drop(store);
 	Ok(())
+}
+
+/// `--rpc-cors`, or its default: every origin under `--dev`, else Substrate's local list.
+fn cors_policy(cmd: &RunCmd, rpc_addr: SocketAddr) -> Result<rpc::Cors, Error> {
+	match &cmd.rpc_cors {
+		Some(flag) => rpc::Cors::parse(flag).map_err(|err| Error::Rpc {
+			addr: rpc_addr,
+			source: std::io::Error::new(std::io::ErrorKind::InvalidInput, err),
+		}),
+		None if cmd.dev => {
+			log::info!(
+				"--dev: RPC accepts requests from any browser origin (--rpc-cors all); pass \
+				 --rpc-cors to restrict"
+			);
+			Ok(rpc::Cors::All)
+		}
+		None => Ok(rpc::Cors::substrate_default()),
+	}
 }
 
 /// SIGINT and SIGTERM, caught from the moment the node starts.
