@@ -5,17 +5,22 @@
 //! connection is accounted for in [`connections`], which closes connections that keep a slot
 //! without sending a request (see there for the rules), and answers oversized bodies cleanly
 //! ([`oversized`]). Every request passes, in order: connection tracking, the origin check and
-//! CORS headers ([`cors`], policy in [`origin`]) and the size check.
+//! CORS headers ([`cors`], policy in [`origin`]), the transport label that keeps subscriptions
+//! to WebSockets ([`transport`]), the health endpoints ([`health`]) and the size check.
 
 mod connections;
 mod cors;
+mod health;
 mod origin;
 mod oversized;
+mod rpc_methods;
 mod tracking;
+mod transport;
 
 use crate::{cli::RpcMethods, error::Error};
 use connections::{Connections, TrackedStream};
 use cors::OriginGuardLayer;
+use health::HealthLayer;
 use hyper_util::{
 	rt::{TokioExecutor, TokioIo},
 	server::conn::auto,
@@ -34,6 +39,7 @@ use statement_store::Store;
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 use tokio::net::{TcpListener, TcpStream};
 use tracking::{CountCallsLayer, TrackLayer};
+use transport::{SubscriptionsNeedWebSocketLayer, TransportLayer};
 
 pub use origin::Cors;
 
@@ -90,11 +96,11 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 		config.network.clone(),
 		unsafe_allowed,
 	)?;
+	rpc_methods::register(&mut module, unsafe_allowed)?;
 	Ok(module)
 }
 
-/// Substrate's `system_*` methods and `rpc_methods`, which lists every method in `module`
-/// (so it comes last). `system_peers` is unsafe, as in Substrate.
+/// Substrate's `system_*` methods. `system_peers` is unsafe, as in Substrate.
 fn add_system_methods(
 	module: &mut RpcModule<()>,
 	name: String,
@@ -147,13 +153,6 @@ fn add_system_methods(
 				.collect::<Vec<_>>())
 		})?;
 	}
-	let mut names: Vec<&'static str> = module.method_names().collect();
-	names.push("rpc_methods");
-	names.sort_unstable();
-	module.register_method(
-		"rpc_methods",
-		move |_, _, _| serde_json::json!({ "version": 1, "methods": names }),
-	)?;
 	Ok(())
 }
 
@@ -181,7 +180,9 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 		.build();
 	// Built before the accept loop, so that a collision stops the node before it serves.
 	let methods: Methods = module(store, &config)?.into();
-	let rpc_middleware = RpcServiceBuilder::new().layer(CountCallsLayer);
+	let rpc_middleware = RpcServiceBuilder::new()
+		.layer(CountCallsLayer)
+		.layer(SubscriptionsNeedWebSocketLayer::new(transport::subscription_methods(&methods)));
 	let server = jsonrpsee::server::Server::builder()
 		.set_config(server_config)
 		.set_rpc_middleware(rpc_middleware)
@@ -209,6 +210,8 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 							.layer(TrackLayer::new(slot.conn().clone()))
 							.layer(OriginGuardLayer::new(cors.clone()))
 							.layer(cors_headers.clone())
+							.layer(TransportLayer)
+							.layer(HealthLayer::new(methods.clone()))
 							.layer(OversizedLayer::new(MAX_REQUEST_BYTES));
 						let service = server
 							.clone()

@@ -1,11 +1,17 @@
-//! Who may use the RPC, over real sockets: browser origins (CORS and the 403), and `--dev`'s
-//! policy.
+//! Who may use the RPC and how it answers outside JSON-RPC proper, over real sockets: browser
+//! origins (CORS and the 403), `--dev`'s policy, `rpc_methods` under safe methods,
+//! subscriptions over plain HTTP, and `/health`.
 
 mod common;
 
 use common::Node;
-use jsonrpsee::{core::client::ClientT, rpc_params, ws_client::WsClientBuilder};
-use serde_json::Value;
+use jsonrpsee::{
+	core::client::{ClientT, SubscriptionClientT},
+	http_client::HttpClientBuilder,
+	rpc_params,
+	ws_client::WsClientBuilder,
+};
+use serde_json::{json, Value};
 use std::{
 	io::{BufRead, BufReader, Read, Write},
 	net::TcpStream,
@@ -59,6 +65,13 @@ fn post(port: u16, origin: Option<&str>, body: &str) -> Answer {
 			 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
 			body.len()
 		),
+	)
+}
+
+fn get(port: u16, path: &str) -> Answer {
+	exchange(
+		port,
+		&format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
 	)
 }
 
@@ -265,6 +278,140 @@ fn an_rpc_cors_entry_that_is_not_an_origin_stops_the_node_naming_it() {
 	]);
 	assert!(stderr.contains(r#"--rpc-cors: "https://app.example/" is not an origin"#), "{stderr}");
 	assert!(!stderr.contains("Statement store opened"), "refused before anything opens: {stderr}");
+}
+
+#[tokio::test]
+async fn rpc_methods_lists_no_unsafe_method_where_unsafe_methods_are_refused() {
+	let unsafe_methods =
+		["statement_dump", "statement_dumpPage", "statement_remove", "system_peers"];
+	let node = Node::start(&["--tmp", "--no-prometheus"]);
+	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let listed: Value = http.request("rpc_methods", rpc_params![]).await.unwrap();
+	for name in unsafe_methods {
+		assert!(listed["methods"].as_array().unwrap().contains(&json!(name)), "{name}: {listed}");
+	}
+	for refusing in [
+		vec!["--tmp", "--no-prometheus", "--rpc-methods", "safe"],
+		vec!["--tmp", "--no-prometheus", "--rpc-external"],
+	] {
+		let node = Node::start(&refusing);
+		let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+		let listed: Value = ws.request("rpc_methods", rpc_params![]).await.unwrap();
+		let names: Vec<&str> =
+			listed["methods"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+		assert!(names.contains(&"statement_submit") && names.contains(&"rpc_methods"), "{names:?}");
+		for name in unsafe_methods {
+			assert!(!names.contains(&name), "{refusing:?} lists {name}");
+		}
+		// Whatever is listed can be called: none answers that it is unsafe.
+		for name in names {
+			if let Err(jsonrpsee::core::ClientError::Call(err)) =
+				ws.request::<Value, _>(name, rpc_params![]).await
+			{
+				assert!(!err.message().contains("unsafe"), "{refusing:?}: {name} listed: {err}");
+			}
+		}
+	}
+}
+
+#[tokio::test]
+async fn a_subscription_over_plain_http_is_told_to_use_a_websocket() {
+	let node = Node::start(&["--tmp", "--no-prometheus"]);
+	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let listed: Value = http.request("rpc_methods", rpc_params![]).await.unwrap();
+	let subscriptions: Vec<String> = listed["methods"]
+		.as_array()
+		.unwrap()
+		.iter()
+		.filter_map(Value::as_str)
+		.filter(|name| name.contains("ubscribe"))
+		.map(str::to_string)
+		.collect();
+	assert!(subscriptions.contains(&"statement_subscribeStatement".to_string()), "{listed}");
+	assert!(subscriptions.contains(&"statement_unsubscribeStatement".to_string()), "{listed}");
+	for method in &subscriptions {
+		let err = http.request::<Value, _>(method, rpc_params!["any"]).await.unwrap_err();
+		let jsonrpsee::core::ClientError::Call(err) = err else { panic!("{method}: {err}") };
+		assert_eq!(err.code(), -32601, "{method}: {err}");
+		let address = format!("ws://127.0.0.1:{}", node.port);
+		assert!(
+			err.message().contains(method.as_str())
+				&& err.message().contains("WebSocket")
+				&& err.message().contains(&address),
+			"{err}"
+		);
+	}
+	// In a batch, only the subscription is refused.
+	let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"statement_subscribeStatement","params":["any"]},
+		{"jsonrpc":"2.0","id":2,"method":"system_name"}]"#;
+	let answer: Value = serde_json::from_str(&post(node.port, None, batch).body).unwrap();
+	let answers = answer.as_array().unwrap();
+	assert_eq!(
+		answers.iter().find(|a| a["id"] == json!(1)).unwrap()["error"]["code"],
+		json!(-32601)
+	);
+	assert_eq!(
+		answers.iter().find(|a| a["id"] == json!(2)).unwrap()["result"],
+		json!("statement-node")
+	);
+	// Over a WebSocket the same subscription works.
+	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let mut subscription = ws
+		.subscribe::<Value, _>(
+			"statement_subscribeStatement",
+			rpc_params!["any"],
+			"statement_unsubscribeStatement",
+		)
+		.await
+		.unwrap();
+	let first = tokio::time::timeout(Duration::from_secs(10), subscription.next()).await;
+	assert!(matches!(first, Ok(Some(Ok(_)))), "{first:?}");
+}
+
+#[tokio::test]
+async fn health_endpoints_answer_as_a_substrate_node_does() {
+	let alice = Node::start(&["--dev", "--no-prometheus"]);
+	let health = get(alice.port, "/health");
+	assert_eq!(health.status, 200, "{}", health.body);
+	assert!(health.headers.contains("content-type: application/json"), "{}", health.headers);
+	assert_eq!(health.body, r#"{"peers":0,"isSyncing":false,"shouldHavePeers":true}"#);
+	let readiness = get(alice.port, "/health/readiness");
+	assert_eq!(readiness.status, 500, "no peer yet: {}", readiness.body);
+	assert_eq!(readiness.body, "");
+
+	let http = HttpClientBuilder::default().build(alice.http()).unwrap();
+	let listen: Value = http.request("system_localListenAddresses", rpc_params![]).await.unwrap();
+	let address = listen[0].as_str().unwrap();
+	let bob = Node::start(&["--dev", "--no-prometheus", "--bootnodes", address]);
+	let deadline = Instant::now() + Duration::from_secs(30);
+	while get(bob.port, "/health/readiness").status != 200 {
+		assert!(
+			Instant::now() < deadline,
+			"bob never became ready: {}",
+			get(bob.port, "/health").body
+		);
+		tokio::time::sleep(Duration::from_millis(100)).await;
+	}
+	assert_eq!(
+		get(bob.port, "/health").body,
+		r#"{"peers":1,"isSyncing":false,"shouldHavePeers":true}"#
+	);
+}
+
+#[tokio::test]
+async fn health_requests_count_against_the_connection_limit() {
+	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", "1"]);
+	let session = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let _: Value = session.request("system_health", rpc_params![]).await.unwrap();
+	let refused = get(node.port, "/health");
+	assert_eq!(refused.status, 429, "{}", refused.body);
+	drop(session);
+	let deadline = Instant::now() + Duration::from_secs(10);
+	while get(node.port, "/health").status != 200 {
+		assert!(Instant::now() < deadline, "the slot never came back");
+		// Lets the dropped client's task close its socket.
+		tokio::time::sleep(Duration::from_millis(50)).await;
+	}
 }
 
 /// Run the node with `args`, expecting it to exit with an error within a minute; its stderr.
