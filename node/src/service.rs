@@ -67,7 +67,6 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	log::info!("Node name: {name}");
 	log::info!("Chain specification: {} ({})", spec.name, spec.id);
 	log::info!("Database: {}", db_path.display());
-
 	// Read before anything opens, so that a bad `--rpc-cors` stops the node at once.
 	let rpc_addr = SocketAddr::new(
 		if cmd.rpc_external {
@@ -119,45 +118,13 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		chain: spec.name.clone(),
 		network: Some(network.clone()),
 	};
-	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
-	let origins = rpc_config.cors.to_string();
-	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
-	log::info!(
-		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}, allowed origins={origins}",
-		if unsafe_allowed { "allowed" } else { "refused" }
-	);
-
-	let metrics_task = if cmd.no_prometheus {
-		None
-	} else {
-		let ip = if cmd.prometheus_external {
-			IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-		} else {
-			IpAddr::V4(Ipv4Addr::LOCALHOST)
-		};
-		let asked = SocketAddr::new(ip, cmd.prometheus_port);
-		let listener = prometheus::bind(asked).await?;
-		let addr =
-			listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
-		log::info!("Prometheus exporter started at {addr}/metrics");
-		Some(tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started)))
-	};
-
-	shutdown.wait().await;
-	log::info!("Shutting down");
-	// Fails only if the server already stopped, which is what is asked for.
-	if server.stop().is_err() {
-		log::debug!("the JSON-RPC server had already stopped");
-	}
-	server.stopped().await;
+	let served = serve(&cmd, rpc_config, &store, &network, started, shutdown).await;
 	maintenance.abort();
-	if let Some(task) = metrics_task {
-		task.abort();
-	}
-	// Gossip holds the store: stop it, and wait, before the store closes.
+	// Gossip's threads hold the store: stop them, and wait, before the store closes; on every
+	// path, or a temporary base path would be deleted under a store still writing into it.
 	network.stop().await;
 	drop(store);
-	Ok(())
+	served
 }
 
 /// `--rpc-cors`, or its default: every origin under `--dev`, else Substrate's local list.
@@ -176,6 +143,72 @@ fn cors_policy(cmd: &RunCmd, rpc_addr: SocketAddr) -> Result<rpc::Cors, Error> {
 		}
 		None => Ok(rpc::Cors::substrate_default()),
 	}
+}
+
+/// Serve JSON-RPC and metrics until SIGINT or SIGTERM, then stop them; an error if either
+/// cannot start.
+async fn serve(
+	cmd: &RunCmd,
+	rpc_config: rpc::RpcConfig,
+	store: &Store,
+	network: &Arc<statement_network::Network>,
+	started: SystemTime,
+	shutdown: Shutdown,
+) -> Result<(), Error> {
+	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
+	let origins = rpc_config.cors.to_string();
+	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
+	log::info!(
+		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}, allowed origins={origins}",
+		if unsafe_allowed { "allowed" } else { "refused" }
+	);
+
+	let metrics_task = match start_metrics(cmd, store, network, started).await {
+		Ok(task) => task,
+		Err(err) => {
+			stop_rpc(server).await;
+			return Err(err);
+		}
+	};
+
+	shutdown.wait().await;
+	log::info!("Shutting down");
+	stop_rpc(server).await;
+	if let Some(task) = metrics_task {
+		task.abort();
+	}
+	Ok(())
+}
+
+/// The Prometheus endpoint's task, unless `--no-prometheus`.
+async fn start_metrics(
+	cmd: &RunCmd,
+	store: &Store,
+	network: &Arc<statement_network::Network>,
+	started: SystemTime,
+) -> Result<Option<tokio::task::JoinHandle<()>>, Error> {
+	if cmd.no_prometheus {
+		return Ok(None);
+	}
+	let ip = if cmd.prometheus_external {
+		IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+	} else {
+		IpAddr::V4(Ipv4Addr::LOCALHOST)
+	};
+	let asked = SocketAddr::new(ip, cmd.prometheus_port);
+	let listener = prometheus::bind(asked).await?;
+	let addr = listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
+	log::info!("Prometheus exporter started at {addr}/metrics");
+	Ok(Some(tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started))))
+}
+
+/// Stop the JSON-RPC server and wait until its last call is answered.
+async fn stop_rpc(server: jsonrpsee::server::ServerHandle) {
+	// Fails only if the server already stopped, which is what is asked for.
+	if server.stop().is_err() {
+		log::debug!("the JSON-RPC server had already stopped");
+	}
+	server.stopped().await;
 }
 
 /// SIGINT and SIGTERM, caught from the moment the node starts.

@@ -1,6 +1,6 @@
 //! Who may use the RPC and how it answers outside JSON-RPC proper, over real sockets: browser
 //! origins (CORS and the 403), `--dev`'s policy, `rpc_methods` under safe methods,
-//! subscriptions over plain HTTP, and `/health`.
+//! subscriptions over plain HTTP, `/health`, and a clean exit when the RPC port is taken.
 
 mod common;
 
@@ -411,6 +411,40 @@ async fn health_requests_count_against_the_connection_limit() {
 		assert!(Instant::now() < deadline, "the slot never came back");
 		// Lets the dropped client's task close its socket.
 		tokio::time::sleep(Duration::from_millis(50)).await;
+	}
+}
+
+#[test]
+fn a_tmp_node_on_a_taken_rpc_port_closes_its_store_before_removing_its_directory() {
+	let first = Node::start(&["--tmp", "--no-prometheus"]);
+	let port = first.port.to_string();
+	// Before the fix the store closed on a gossip thread racing the directory's removal, and
+	// lost in about half the runs: several runs make that visible.
+	for _ in 0..5 {
+		let stderr = run_to_exit(&[
+			"--tmp",
+			"--no-prometheus",
+			"--rpc-port",
+			&port,
+			"--listen-addr",
+			"/ip4/127.0.0.1/tcp/0",
+			"-l",
+			"statement-store=debug",
+		]);
+		let error = format!("Error: cannot serve JSON-RPC on 127.0.0.1:{port}");
+		let lines: Vec<&str> = stderr.lines().collect();
+		let failed = lines.iter().position(|line| line.starts_with(&error));
+		let closed = lines.iter().position(|line| line.contains("membership.snapshot in"));
+		assert!(failed.is_some(), "{stderr}");
+		assert!(closed < failed && closed.is_some(), "the store closed before the exit: {stderr}");
+		let problems: Vec<&&str> = lines
+			.iter()
+			.filter(|line| line.contains(" WARN ") || line.contains(" ERROR "))
+			.collect();
+		assert!(problems.is_empty(), "nothing else went wrong: {problems:#?}");
+		let database = stderr.lines().find_map(|line| line.split("Database: ").nth(1)).unwrap();
+		let base = database.split("/chains/").next().unwrap();
+		assert!(!std::path::Path::new(base).exists(), "the temporary base path is removed");
 	}
 }
 
