@@ -116,7 +116,8 @@ pub enum RpcMethods {
 #[derive(Debug, Parser)]
 pub struct RunCmd {
 	/// Development chain: well-known dev accounts get allowances; implies `--tmp` unless a
-	/// base path is given.
+	/// base path is given, and `--rpc-cors all` (any browser page may call the RPC, unsafe
+	/// methods included) unless `--rpc-cors` is given.
 	#[arg(long)]
 	pub dev: bool,
 	/// Keep the database in a temporary directory, deleted on exit.
@@ -145,7 +146,12 @@ pub struct RunCmd {
 	/// Which RPC methods to expose.
 	#[arg(long, value_enum, default_value = "auto")]
 	pub rpc_methods: RpcMethods,
-	/// Allowed browser origins, comma separated, or `all`.
+	/// Browser origins allowed to call the RPC, comma separated: `scheme://host[:port]`, where
+	/// a port of `*` means any port (e.g. `http://localhost:*,https://app.example`), or `all`.
+	/// Requests and WebSocket upgrades from other origins get HTTP 403; requests without an
+	/// `Origin` (not from a browser) are served. Default: `http://localhost:*`,
+	/// `http://127.0.0.1:*`, `https://localhost:*`, `https://127.0.0.1:*`,
+	/// `https://polkadot.js.org`; `all` with `--dev`.
 	#[arg(long, value_name = "ORIGINS")]
 	pub rpc_cors: Option<String>,
 	/// Most RPC connections at once. When all are taken, a new connection takes the slot of

@@ -4,18 +4,28 @@
 //! jsonrpsee answers the requests; this module runs the accept loop itself so that every
 //! connection is accounted for in [`connections`], which closes connections that keep a slot
 //! without sending a request (see there for the rules), and answers oversized bodies cleanly
-//! ([`oversized`]).
+//! ([`oversized`]). Every request passes, in order: connection tracking, the origin check and
+//! CORS headers ([`cors`], policy in [`origin`]), the transport label that keeps subscriptions
+//! to WebSockets ([`transport`]), the health endpoints ([`health`]) and the size check.
 
 mod author;
 mod chain;
 mod connections;
+mod cors;
+mod health;
+mod origin;
 mod oversized;
+mod rpc_methods;
 mod runtime;
+mod system;
 mod tracking;
+mod transport;
 
 use crate::{cli::RpcMethods, error::Error};
 pub use chain::ChainInfo;
 use connections::{Connections, TrackedStream};
+use cors::OriginGuardLayer;
+use health::HealthLayer;
 use hyper_util::{
 	rt::{TokioExecutor, TokioIo},
 	server::conn::auto,
@@ -24,7 +34,6 @@ use hyper_util::{
 use jsonrpsee::{
 	core::middleware::RpcServiceBuilder,
 	server::{stop_channel, Methods, PingConfig, ServerConfig, ServerHandle, StopHandle},
-	types::ErrorObjectOwned,
 	RpcModule,
 };
 use oversized::OversizedLayer;
@@ -33,8 +42,10 @@ use statement_rpc::StatementRpc;
 use statement_store::Store;
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 use tokio::net::{TcpListener, TcpStream};
-use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 use tracking::{CountCallsLayer, TrackLayer};
+use transport::{SubscriptionsNeedWebSocketLayer, TransportLayer};
+
+pub use origin::Cors;
 
 /// Largest request body, and largest WebSocket message, in bytes.
 pub const MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
@@ -52,8 +63,8 @@ pub struct RpcConfig {
 	pub addr: SocketAddr,
 	/// Which methods to expose.
 	pub methods: RpcMethods,
-	/// `--rpc-cors`.
-	pub cors: Option<String>,
+	/// Which browser origins may call: `--rpc-cors`, or its default.
+	pub cors: Cors,
 	/// `--rpc-max-connections`.
 	pub max_connections: u32,
 	/// `--rpc-max-subscriptions-per-connection`.
@@ -66,6 +77,8 @@ pub struct RpcConfig {
 	pub chain: String,
 	/// The network, for `system_health`, `system_peers` and the local identity.
 	pub network: Option<Arc<Network>>,
+	/// Whether boot or reserved nodes are configured (`shouldHavePeers` of `system_health`).
+	pub should_have_peers: bool,
 	/// The keystore, for `author_insertKey` and `author_hasKey`.
 	pub keystore: Option<Arc<crate::keystore::Keystore>>,
 	/// Genesis block and properties, for the `chain_*`, `state_*` and `system_properties`
@@ -82,39 +95,6 @@ pub fn allow_unsafe(methods: RpcMethods, addr: &SocketAddr) -> bool {
 	}
 }
 
-fn cors_layer(cors: Option<&str>) -> CorsLayer {
-	let base = CorsLayer::new().allow_methods(Any).allow_headers(Any);
-	match cors {
-		Some("all") => base.allow_origin(Any),
-		Some(list) => {
-			let origins = list
-				.split(',')
-				.filter_map(|origin| match origin.trim().parse() {
-					Ok(value) => Some(value),
-					// Only control characters fail here; the other origins still work.
-					Err(_) => {
-						log::warn!("--rpc-cors: ignoring {origin:?}, not a valid header value");
-						None
-					}
-				})
-				.collect::<Vec<http::HeaderValue>>();
-			base.allow_origin(AllowOrigin::list(origins))
-		}
-		None => base.allow_origin(AllowOrigin::predicate(|origin, _| {
-			let origin = origin.as_bytes();
-			[
-				&b"http://localhost"[..],
-				b"https://localhost",
-				b"http://127.0.0.1",
-				b"https://127.0.0.1",
-			]
-			.iter()
-			.any(|prefix| origin.starts_with(prefix))
-				|| origin == b"https://polkadot.js.org"
-		})),
-	}
-}
-
 /// The full set of methods the node serves; an error if two of them share a name.
 pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> {
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
@@ -124,78 +104,16 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 		author::register(&mut module, keystore.clone(), unsafe_allowed)?;
 	}
 	module.merge(config.chain_info.clone().into_module()?)?;
-	add_system_methods(
-		&mut module,
-		config.name.clone(),
-		config.chain.clone(),
-		config.network.clone(),
-		unsafe_allowed,
-	)?;
-	Ok(module)
-}
-
-/// Substrate's `system_*` methods and `rpc_methods`, which lists every method in `module`
-/// (so it comes last). `system_peers` is unsafe, as in Substrate.
-fn add_system_methods(
-	module: &mut RpcModule<()>,
-	name: String,
-	chain: String,
-	network: Option<Arc<Network>>,
-	unsafe_allowed: bool,
-) -> Result<(), Error> {
-	module.register_method("system_name", move |_, _, _| name.clone())?;
-	module.register_method("system_version", |_, _, _| env!("CARGO_PKG_VERSION"))?;
-	module.register_method("system_chain", move |_, _, _| chain.clone())?;
-	let health = network.clone();
-	module.register_method("system_health", move |_, _, _| {
-		let peers = health.as_ref().map_or(0, |network| network.statement_peers());
-		serde_json::json!({
-			"peers": peers,
-			"isSyncing": false,
-			"shouldHavePeers": health.is_some(),
-		})
-	})?;
-	if let Some(network) = network {
-		let local = network.clone();
-		module.register_method("system_localPeerId", move |_, _, _| {
-			local.local_peer_id().to_base58()
-		})?;
-		let local = network.clone();
-		module.register_method("system_localListenAddresses", move |_, _, _| {
-			local.listen_addresses().iter().map(ToString::to_string).collect::<Vec<_>>()
-		})?;
-		module.register_method("system_peers", move |_, _, _| {
-			if !unsafe_allowed {
-				return Err(ErrorObjectOwned::owned(
-					statement_rpc::UNSAFE_CODE,
-					"RPC call is unsafe to be called externally; start the node with --rpc-methods unsafe",
-					None::<()>,
-				));
-			}
-			// Substrate's shape; there is no block sync, so best block is genesis.
-			Ok(network
-				.peers()
-				.into_iter()
-				.filter(|peer| peer.statement_stream)
-				.map(|peer| {
-					serde_json::json!({
-						"peerId": peer.peer_id.to_base58(),
-						"roles": "FULL",
-						"bestHash": "0x0000000000000000000000000000000000000000000000000000000000000000",
-						"bestNumber": 0,
-					})
-				})
-				.collect::<Vec<_>>())
-		})?;
+	system::System {
+		name: config.name.clone(),
+		chain: config.chain.clone(),
+		network: config.network.clone(),
+		should_have_peers: config.should_have_peers,
+		genesis_hash: config.chain_info.genesis_hex(),
 	}
-	let mut names: Vec<&'static str> = module.method_names().collect();
-	names.push("rpc_methods");
-	names.sort_unstable();
-	module.register_method(
-		"rpc_methods",
-		move |_, _, _| serde_json::json!({ "version": 1, "methods": names }),
-	)?;
-	Ok(())
+	.register(&mut module, unsafe_allowed)?;
+	rpc_methods::register(&mut module, unsafe_allowed)?;
+	Ok(module)
 }
 
 /// Start serving; the returned handle stops the server.
@@ -220,15 +138,18 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 				.max_failures(3),
 		)
 		.build();
-	let rpc_middleware = RpcServiceBuilder::new().layer(CountCallsLayer);
+	// Built before the accept loop, so that a collision stops the node before it serves.
+	let methods: Methods = module(store, &config)?.into();
+	let rpc_middleware = RpcServiceBuilder::new()
+		.layer(CountCallsLayer)
+		.layer(SubscriptionsNeedWebSocketLayer::new(transport::subscription_methods(&methods)));
 	let server = jsonrpsee::server::Server::builder()
 		.set_config(server_config)
 		.set_rpc_middleware(rpc_middleware)
 		.to_service_builder();
 	let connections = Connections::new(config.max_connections as usize, config.request_timeout);
-	let cors = cors_layer(config.cors.as_deref());
-	// Built before the accept loop, so that a collision stops the node before it serves.
-	let methods: Methods = module(store, &config)?.into();
+	let cors = Arc::new(config.cors);
+	let cors_headers = cors::headers_layer(&cors);
 	let (stop, handle) = stop_channel();
 	tokio::spawn(async move {
 		let stopped = stop.clone().shutdown();
@@ -246,8 +167,11 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 							continue;
 						};
 						let http_middleware = tower::ServiceBuilder::new()
-							.layer(cors.clone())
 							.layer(TrackLayer::new(slot.conn().clone()))
+							.layer(OriginGuardLayer::new(cors.clone()))
+							.layer(cors_headers.clone())
+							.layer(TransportLayer)
+							.layer(HealthLayer::new(methods.clone()))
 							.layer(OversizedLayer::new(MAX_REQUEST_BYTES));
 						let service = server
 							.clone()
@@ -308,20 +232,5 @@ fn refuse(socket: TcpStream) {
 	// and the connection closes either way.
 	if let Err(err) = socket.try_write(REFUSED.as_bytes()) {
 		log::debug!("cannot tell a refused RPC connection why: {err}");
-	}
-}
-
-#[cfg(test)]
-mod tests {
-	use super::*;
-
-	#[test]
-	fn a_method_name_registered_twice_is_an_error_not_a_silent_skip() {
-		let mut module = RpcModule::new(());
-		add_system_methods(&mut module, "node".into(), "chain".into(), None, true).unwrap();
-		let err =
-			add_system_methods(&mut module, "node".into(), "chain".into(), None, true).unwrap_err();
-		assert!(matches!(err, Error::RpcMethod(_)), "{err:?}");
-		assert!(err.to_string().contains("system_name"), "{err}");
 	}
 }

@@ -76,6 +76,16 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		keystore.path().display(),
 		keystore.statement_keys()
 	);
+	// Read before anything opens, so that a bad `--rpc-cors` stops the node at once.
+	let rpc_addr = SocketAddr::new(
+		if cmd.rpc_external {
+			IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+		} else {
+			IpAddr::V4(Ipv4Addr::LOCALHOST)
+		},
+		cmd.rpc_port,
+	);
+	let cors = cors_policy(&cmd, rpc_addr)?;
 
 	let mut config = Config::new(&db_path);
 	config.max_total_statements = cmd.statement_store_max_total_statements;
@@ -99,6 +109,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 
 	let network_config = network::config(&cmd, &spec, &base_path)?;
 	let boot_nodes = network_config.boot_nodes.len();
+	let should_have_peers = boot_nodes > 0 || !network_config.reserved_nodes.is_empty();
 	let network =
 		Arc::new(statement_network::start(network_config, Arc::new(store.clone())).await?);
 	log::info!("Local node identity is: {}", network.local_peer_id());
@@ -107,62 +118,111 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 		statement_network::protocol_name(&spec.genesis_hash()?)
 	);
 
-	let rpc_ip = if cmd.rpc_external {
-		IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-	} else {
-		IpAddr::V4(Ipv4Addr::LOCALHOST)
-	};
 	let rpc_config = rpc::RpcConfig {
-		addr: SocketAddr::new(rpc_ip, cmd.rpc_port),
+		addr: rpc_addr,
 		methods: cmd.rpc_methods,
-		cors: cmd.rpc_cors.clone().or_else(|| cmd.dev.then(|| "all".into())),
+		cors,
 		max_connections: cmd.rpc_max_connections,
 		max_subscriptions_per_connection: cmd.rpc_max_subscriptions_per_connection,
 		request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
 		name,
 		chain: spec.name.clone(),
 		network: Some(network.clone()),
+		should_have_peers,
 		keystore: Some(keystore),
 		chain_info: rpc::ChainInfo::from_spec(&spec)?,
 	};
+	let served = serve(&cmd, rpc_config, &store, &network, started, shutdown).await;
+	maintenance.abort();
+	// Gossip's threads hold the store: stop them, and wait, before the store closes; on every
+	// path, or a temporary base path would be deleted under a store still writing into it.
+	network.stop().await;
+	drop(store);
+	served
+}
+
+/// `--rpc-cors`, or its default: every origin under `--dev`, else Substrate's local list.
+fn cors_policy(cmd: &RunCmd, rpc_addr: SocketAddr) -> Result<rpc::Cors, Error> {
+	match &cmd.rpc_cors {
+		Some(flag) => rpc::Cors::parse(flag).map_err(|err| Error::Rpc {
+			addr: rpc_addr,
+			source: std::io::Error::new(std::io::ErrorKind::InvalidInput, err),
+		}),
+		None if cmd.dev => {
+			log::info!(
+				"--dev: RPC accepts requests from any browser origin (--rpc-cors all); pass \
+				 --rpc-cors to restrict"
+			);
+			Ok(rpc::Cors::All)
+		}
+		None => Ok(rpc::Cors::substrate_default()),
+	}
+}
+
+/// Serve JSON-RPC and metrics until SIGINT or SIGTERM, then stop them; an error if either
+/// cannot start.
+async fn serve(
+	cmd: &RunCmd,
+	rpc_config: rpc::RpcConfig,
+	store: &Store,
+	network: &Arc<statement_network::Network>,
+	started: SystemTime,
+	shutdown: Shutdown,
+) -> Result<(), Error> {
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
+	let origins = rpc_config.cors.to_string();
 	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
 	log::info!(
-		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}",
+		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}, allowed origins={origins}",
 		if unsafe_allowed { "allowed" } else { "refused" }
 	);
 
-	let metrics_task = if cmd.no_prometheus {
-		None
-	} else {
-		let ip = if cmd.prometheus_external {
-			IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-		} else {
-			IpAddr::V4(Ipv4Addr::LOCALHOST)
-		};
-		let asked = SocketAddr::new(ip, cmd.prometheus_port);
-		let listener = prometheus::bind(asked).await?;
-		let addr =
-			listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
-		log::info!("Prometheus exporter started at {addr}/metrics");
-		Some(tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started)))
+	let metrics_task = match start_metrics(cmd, store, network, started).await {
+		Ok(task) => task,
+		Err(err) => {
+			stop_rpc(server).await;
+			return Err(err);
+		}
 	};
 
 	shutdown.wait().await;
 	log::info!("Shutting down");
+	stop_rpc(server).await;
+	if let Some(task) = metrics_task {
+		task.abort();
+	}
+	Ok(())
+}
+
+/// The Prometheus endpoint's task, unless `--no-prometheus`.
+async fn start_metrics(
+	cmd: &RunCmd,
+	store: &Store,
+	network: &Arc<statement_network::Network>,
+	started: SystemTime,
+) -> Result<Option<tokio::task::JoinHandle<()>>, Error> {
+	if cmd.no_prometheus {
+		return Ok(None);
+	}
+	let ip = if cmd.prometheus_external {
+		IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+	} else {
+		IpAddr::V4(Ipv4Addr::LOCALHOST)
+	};
+	let asked = SocketAddr::new(ip, cmd.prometheus_port);
+	let listener = prometheus::bind(asked).await?;
+	let addr = listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
+	log::info!("Prometheus exporter started at {addr}/metrics");
+	Ok(Some(tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started))))
+}
+
+/// Stop the JSON-RPC server and wait until its last call is answered.
+async fn stop_rpc(server: jsonrpsee::server::ServerHandle) {
 	// Fails only if the server already stopped, which is what is asked for.
 	if server.stop().is_err() {
 		log::debug!("the JSON-RPC server had already stopped");
 	}
 	server.stopped().await;
-	maintenance.abort();
-	if let Some(task) = metrics_task {
-		task.abort();
-	}
-	// Gossip holds the store: stop it, and wait, before the store closes.
-	network.stop().await;
-	drop(store);
-	Ok(())
 }
 
 /// SIGINT and SIGTERM, caught from the moment the node starts.

@@ -38,6 +38,10 @@ async fn a_statement_submitted_to_one_node_is_served_by_its_peer() {
 	}
 	let peers = call(&bob, "system_peers").await;
 	assert_eq!(peers[0]["peerId"], json!(ALICE_PEER), "{peers}");
+	// No blocks but genesis: every peer's best block is the genesis block.
+	assert_eq!(peers[0]["bestHash"], call(&bob, "chain_getBlockHash").await, "{peers}");
+	assert_eq!(call(&bob, "system_health").await["shouldHavePeers"], json!(true));
+	assert_eq!(call(&alice, "system_health").await["shouldHavePeers"], json!(false));
 
 	let topic = Topic(sp_crypto_hashing::blake2_256(b"gossip"));
 	let mut statement = Statement::new();

@@ -52,6 +52,11 @@ struct Block<'a> {
 }
 
 impl ChainInfo {
+	/// The genesis hash as `0x`-hex, as JSON-RPC answers carry it.
+	pub fn genesis_hex(&self) -> String {
+		format!("{:?}", self.genesis_hash)
+	}
+
 	/// The genesis block and properties of `spec`.
 	pub fn from_spec(spec: &ChainSpec) -> Result<ChainInfo, Error> {
 		let header = spec.genesis_header()?;
