@@ -115,8 +115,9 @@ pub enum RpcMethods {
 /// Options for running the node.
 #[derive(Debug, Parser)]
 pub struct RunCmd {
-	/// Development chain: well-known dev accounts get allowances; implies `--tmp` unless a
-	/// base path is given, and `--rpc-cors all` (any browser page may call the RPC, unsafe
+	/// Development chain: well-known dev accounts get allowances and the keystore holds their
+	/// ed25519 statement keys (in memory); implies `--tmp` unless a base path is given, and
+	/// `--rpc-cors all` (any browser page may call the RPC, unsafe
 	/// methods included) unless `--rpc-cors` is given.
 	#[arg(long)]
 	pub dev: bool,

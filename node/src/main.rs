@@ -12,7 +12,9 @@
 //!                    |    --path---> keystore     (chains/<id>/keystore; the decryptor)
 //!                    |    --Config-> statement-store: Store::open, maintenance every 30 s
 //!                    |                  | Store handles
-//!                    |                  +--> rpc --> statement-rpc + system_* + author_*Key
+//!                    |                  +--> network --> statement-network (gossip over litep2p)
+//!                    |                  +--> rpc --> statement-rpc + chain_*/state_*/system_*
+//!                    |                  |            + author_*Key, origin checks, /health
 //!                    |                  +--> prometheus --> GET /metrics
 //!                    +-- SIGINT/SIGTERM: stop rpc, maintenance, metrics; the store closes
 //! cli --build-spec--> chain_spec      cli --sign--> sign      cli --check-db/repair--> database
@@ -26,7 +28,10 @@
 //! - `database`: where the database lives under the base path; `check-db` and `repair`.
 //! - `keystore`: the statement keys `statement_postedClear` decrypts with, in Substrate's
 //!   keystore layout; `author_insertKey` adds to it.
-//! - `rpc`: the JSON-RPC server (HTTP and WebSocket on one port) and its connection limits.
+//! - `network`: flags to `statement-network`'s config; the node key under the base path.
+//! - `rpc`: the JSON-RPC server (HTTP and WebSocket on one port): the statement methods, the
+//!   genesis-only `chain_*`/`state_*`/`system_*` surface standard clients probe, keystore
+//!   methods, origin checks, `/health`, and connection limits.
 //! - `prometheus`: the metrics endpoint.
 //! - `sign`: builds and signs a statement for `statement_submit`, its data in the clear or
 //!   encrypted to a statement key.

@@ -1,5 +1,7 @@
-//! The JSON-RPC server: statement methods plus Substrate's `rpc_methods` and `system_*`, over
-//! HTTP and WebSocket on one port.
+//! The JSON-RPC server, over HTTP and WebSocket on one port: the statement methods, the
+//! surface standard clients probe when they connect (`chain_*`, `state_*` in [`chain`] and
+//! [`runtime`], `system_*` in [`system`]), the keystore's `author_*Key` ([`author`]) and
+//! `rpc_methods` ([`rpc_methods`], listing only what the caller may call).
 //!
 //! jsonrpsee answers the requests; this module runs the accept loop itself so that every
 //! connection is accounted for in [`connections`], which closes connections that keep a slot

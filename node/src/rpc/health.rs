@@ -2,7 +2,8 @@
 //! balancers and orchestrators that probe over plain HTTP.
 //!
 //! - `/health`: 200 with the `system_health` result as JSON,
-//!   `{"peers":N,"isSyncing":false,"shouldHavePeers":true}`.
+//!   `{"peers":N,"isSyncing":false,"shouldHavePeers":B}` (`B`: boot or reserved nodes are
+//!   configured).
 //! - `/health/readiness`: 200 when the node has a peer and is not syncing, else 500; empty body.
 //!
 //! Both ask the registered `system_health`, so the answers never drift from the RPC method.
