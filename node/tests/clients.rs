@@ -4,7 +4,7 @@
 mod common;
 
 use codec::{Decode, Encode};
-use common::{port_of, wait_for_log, Node};
+use common::Node;
 use frame_metadata::{RuntimeMetadata, RuntimeMetadataPrefixed};
 use jsonrpsee::{
 	core::client::{ClientT, SubscriptionClientT},
@@ -18,39 +18,22 @@ use sp_runtime::{
 	traits::{BlakeTwo256, Hash as _},
 	StateVersion,
 };
-use std::{
-	io::{BufRead, BufReader},
-	path::Path,
-	process::{Command, Stdio},
-	sync::mpsc::channel,
-	time::Duration,
-};
+use std::{path::Path, process::Command, time::Duration};
 
 const ZERO_HASH: &str = "0x0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Start the node and return it with the genesis hash its gossip protocol is named after, as
 /// logged at start ("Statement gossip on /<genesis hex>/statement/1").
 fn start_reading_protocol(args: &[&str]) -> (Node, String) {
-	let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
-		.args(args)
-		.args(["--rpc-port", "0", "--listen-addr", "/ip4/127.0.0.1/tcp/0", "--no-prometheus"])
-		.stdout(Stdio::null())
-		.stderr(Stdio::piped())
-		.spawn()
-		.expect("the node starts");
-	let stderr = child.stderr.take().unwrap();
-	let (sender, logs) = channel();
-	std::thread::spawn(move || {
-		for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-			let _ = sender.send(line);
-		}
-	});
-	let protocol = wait_for_log(&logs, "Statement gossip on /", &mut child);
+	let args: Vec<&str> = args.iter().copied().chain(["--no-prometheus"]).collect();
+	let (node, logs) = Node::start_logged(&args);
+	let protocol = logs
+		.iter()
+		.find_map(|line| line.split("Statement gossip on /").nth(1))
+		.unwrap_or_else(|| panic!("no protocol name logged: {logs:#?}"));
 	let genesis = protocol.split('/').next().unwrap().to_string();
 	assert_eq!(genesis.len(), 64, "{protocol}");
-	let rest = wait_for_log(&logs, "Running JSON-RPC server: addr=", &mut child);
-	let port = port_of(rest.split(',').next().unwrap_or_default());
-	(Node { child, port, logs }, format!("0x{genesis}"))
+	(node, format!("0x{genesis}"))
 }
 
 fn http(node: &Node) -> HttpClient {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{port_of, Node};
+use common::Node;
 use jsonrpsee::{
 	core::{client::ClientT, ClientError},
 	http_client::{HttpClient, HttpClientBuilder},
@@ -14,10 +14,8 @@ use serde_json::Value;
 use sp_core::{ed25519, sr25519, Pair};
 use statement_primitives::{Statement, Topic};
 use std::{
-	io::{BufRead, BufReader},
 	path::Path,
-	process::{Command, Stdio},
-	sync::mpsc::channel,
+	process::Command,
 	time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -223,38 +221,6 @@ fn write_key_file(dir: &Path, suri: &str) -> ed25519::Public {
 	public
 }
 
-/// Start the node as `Node::start` does, keeping the log lines up to the RPC server's, which
-/// `Node::start` reads past.
-fn start_keeping_startup_log(args: &[&str]) -> (Node, Vec<String>) {
-	let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
-		.args(args)
-		.args(["--rpc-port", "0", "--listen-addr", "/ip4/127.0.0.1/tcp/0"])
-		.stdout(Stdio::null())
-		.stderr(Stdio::piped())
-		.spawn()
-		.expect("the node starts");
-	let stderr = child.stderr.take().unwrap();
-	let (sender, logs) = channel();
-	std::thread::spawn(move || {
-		for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-			let _ = sender.send(line);
-		}
-	});
-	let mut startup = Vec::new();
-	loop {
-		let line = logs.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
-			let _ = child.kill();
-			let _ = child.wait();
-			panic!("the node did not start: {startup:#?}")
-		});
-		if let Some(addr) = line.split("Running JSON-RPC server: addr=").nth(1) {
-			let port = port_of(addr.split(',').next().unwrap_or_default());
-			return (Node { child, port, logs }, startup);
-		}
-		startup.push(line);
-	}
-}
-
 #[tokio::test]
 async fn keystore_path_files_are_used_and_a_malformed_one_is_reported_once() {
 	let base = tempfile::tempdir().unwrap();
@@ -265,7 +231,7 @@ async fn keystore_path_files_are_used_and_a_malformed_one_is_reported_once() {
 	std::fs::write(keys.join(&broken_name), "{not json").unwrap();
 	let keys_path = keys.to_str().unwrap();
 	let (node, startup) =
-		start_keeping_startup_log(&["--dev", "--no-prometheus", "--keystore-path", keys_path]);
+		Node::start_logged(&["--dev", "--no-prometheus", "--keystore-path", keys_path]);
 	let said = |text: &str| startup.iter().filter(|line| line.contains(text)).count();
 	assert_eq!(said(&format!("Keystore: {keys_path} (7 statement keys)")), 1, "{startup:#?}");
 	assert_eq!(said(&broken_name), 1, "one warning for the malformed file: {startup:#?}");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::Node;
+use common::{http_exchange, Answer, Node};
 use jsonrpsee::{
 	core::client::{ClientT, SubscriptionClientT},
 	http_client::HttpClientBuilder,
@@ -13,52 +13,14 @@ use jsonrpsee::{
 };
 use serde_json::{json, Value};
 use std::{
-	io::{BufRead, BufReader, Read, Write},
-	net::TcpStream,
+	io::Read,
 	process::{Command, Stdio},
-	sync::mpsc::{channel, RecvTimeoutError},
 	time::{Duration, Instant},
 };
 
-/// One HTTP exchange on a fresh connection, read to its end.
-struct Answer {
-	status: u16,
-	/// Header lines, lower case.
-	headers: String,
-	body: String,
-}
-
-fn exchange(port: u16, request: &str) -> Answer {
-	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-	stream.write_all(request.as_bytes()).unwrap();
-	let mut response = Vec::new();
-	// The server closes after answering (`Connection: close`); a 403 to an upgrade may not.
-	let mut buf = [0u8; 4096];
-	while let Ok(read) = stream.read(&mut buf) {
-		if read == 0 {
-			break;
-		}
-		response.extend_from_slice(&buf[..read]);
-		let text = String::from_utf8_lossy(&response);
-		if let Some((head, body)) = text.split_once("\r\n\r\n") {
-			let length = head.lines().find_map(|line| {
-				line.to_lowercase().strip_prefix("content-length:").map(str::to_string)
-			});
-			if length.is_some_and(|length| length.trim().parse::<usize>() == Ok(body.len())) {
-				break;
-			}
-		}
-	}
-	let text = String::from_utf8_lossy(&response).to_string();
-	let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {text:?}"));
-	let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-	Answer { status, headers: head.to_lowercase(), body: body.to_string() }
-}
-
 fn post(port: u16, origin: Option<&str>, body: &str) -> Answer {
 	let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
-	exchange(
+	http_exchange(
 		port,
 		&format!(
 			"POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{origin}Content-Type: application/json\r\n\
@@ -69,14 +31,14 @@ fn post(port: u16, origin: Option<&str>, body: &str) -> Answer {
 }
 
 fn get(port: u16, path: &str) -> Answer {
-	exchange(
+	http_exchange(
 		port,
 		&format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
 	)
 }
 
 fn upgrade(port: u16, origin: &str) -> Answer {
-	exchange(
+	http_exchange(
 		port,
 		&format!(
 			"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\nUpgrade: websocket\r\n\
@@ -87,7 +49,7 @@ fn upgrade(port: u16, origin: &str) -> Answer {
 }
 
 fn preflight(port: u16, origin: &str) -> Answer {
-	exchange(
+	http_exchange(
 		port,
 		&format!(
 			"OPTIONS / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\n\
@@ -105,48 +67,9 @@ fn origin_header(origin: &str) -> http::HeaderMap {
 	headers
 }
 
-/// Start the node and keep every log line up to the one naming the RPC address.
-fn start_logged(args: &[&str]) -> (Node, Vec<String>) {
-	let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
-		.args(args)
-		.args(["--rpc-port", "0", "--listen-addr", "/ip4/127.0.0.1/tcp/0"])
-		.stdout(Stdio::null())
-		.stderr(Stdio::piped())
-		.spawn()
-		.unwrap();
-	let stderr = child.stderr.take().unwrap();
-	let (sender, logs) = channel();
-	std::thread::spawn(move || {
-		for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-			let _ = sender.send(line);
-		}
-	});
-	let deadline = Instant::now() + Duration::from_secs(60);
-	let mut seen = Vec::new();
-	loop {
-		match logs.recv_timeout(Duration::from_millis(200)) {
-			Ok(line) => {
-				let running =
-					line.split("Running JSON-RPC server: addr=").nth(1).map(str::to_string);
-				seen.push(line);
-				if let Some(rest) = running {
-					let port = common::port_of(rest.split(',').next().unwrap_or_default());
-					return (Node { child, port, logs }, seen);
-				}
-			}
-			Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
-			Err(_) => {
-				let _ = child.kill();
-				let _ = child.wait();
-				panic!("the node never started its RPC server: {seen:#?}");
-			}
-		}
-	}
-}
-
 #[test]
 fn the_default_policy_matches_whole_origins_not_prefixes() {
-	let (node, logs) = start_logged(&["--tmp", "--no-prometheus"]);
+	let (node, logs) = Node::start_logged(&["--tmp", "--no-prometheus"]);
 	assert!(
 		logs.iter().any(|line| line.contains(
 			"allowed origins=http://localhost:*,http://127.0.0.1:*,https://localhost:*,\
@@ -247,7 +170,7 @@ async fn rpc_cors_all_lets_every_origin_in() {
 
 #[tokio::test]
 async fn dev_allows_every_origin_says_so_and_rpc_cors_restricts_it() {
-	let (node, logs) = start_logged(&["--dev", "--no-prometheus"]);
+	let (node, logs) = Node::start_logged(&["--dev", "--no-prometheus"]);
 	let notice = "--dev: RPC accepts requests from any browser origin (--rpc-cors all); pass \
 	              --rpc-cors to restrict";
 	assert!(logs.iter().any(|line| line.contains(" INFO ") && line.contains(notice)), "{logs:#?}");
@@ -260,7 +183,7 @@ async fn dev_allows_every_origin_says_so_and_rpc_cors_restricts_it() {
 	let _: Value = ws.request("system_health", rpc_params![]).await.unwrap();
 
 	let (node, logs) =
-		start_logged(&["--dev", "--no-prometheus", "--rpc-cors", "http://app.example"]);
+		Node::start_logged(&["--dev", "--no-prometheus", "--rpc-cors", "http://app.example"]);
 	assert!(!logs.iter().any(|line| line.contains("--dev:")), "{logs:#?}");
 	assert_eq!(upgrade(node.port, "https://example.com").status, 403);
 	assert_eq!(post(node.port, Some("http://app.example"), SYSTEM_NAME).status, 200);

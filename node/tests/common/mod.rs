@@ -5,7 +5,8 @@
 #![allow(dead_code)]
 
 use std::{
-	io::{BufRead, BufReader},
+	io::{BufRead, BufReader, Read, Write},
+	net::TcpStream,
 	process::{Child, Command, Stdio},
 	sync::mpsc::{channel, Receiver, RecvTimeoutError},
 	time::{Duration, Instant},
@@ -53,6 +54,12 @@ pub fn port_of(text: &str) -> u16 {
 impl Node {
 	/// Start the node on an RPC port the OS picks, and learn the port from its log.
 	pub fn start(args: &[&str]) -> Node {
+		Node::start_logged(args).0
+	}
+
+	/// Start the node as [`Node::start`] does, and return with it its log lines up to and
+	/// including the one naming the RPC address (which `start` reads past).
+	pub fn start_logged(args: &[&str]) -> (Node, Vec<String>) {
 		let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
 			.args(args)
 			.args(["--rpc-port", "0", "--listen-addr", "/ip4/127.0.0.1/tcp/0"])
@@ -68,9 +75,31 @@ impl Node {
 				let _ = sender.send(line);
 			}
 		});
-		let rest = wait_for_log(&logs, "Running JSON-RPC server: addr=", &mut child);
-		let addr = rest.split(',').next().unwrap_or_default();
-		Node { child, port: port_of(addr), logs }
+		let deadline = Instant::now() + Duration::from_secs(60);
+		let mut seen = Vec::new();
+		loop {
+			match logs.recv_timeout(Duration::from_millis(200)) {
+				Ok(line) => {
+					let running =
+						line.split("Running JSON-RPC server: addr=").nth(1).map(str::to_string);
+					seen.push(line);
+					if let Some(rest) = running {
+						let port = port_of(rest.split(',').next().unwrap_or_default());
+						return (Node { child, port, logs }, seen);
+					}
+				}
+				Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {
+					if let Ok(Some(status)) = child.try_wait() {
+						panic!("the node exited ({status}) before serving RPC: {seen:#?}");
+					}
+				}
+				Err(_) => {
+					let _ = child.kill();
+					let _ = child.wait();
+					panic!("the node never started its RPC server: {seen:#?}");
+				}
+			}
+		}
 	}
 
 	/// Its JSON-RPC address over HTTP.
@@ -99,4 +128,44 @@ impl Drop for Node {
 		let _ = self.child.kill();
 		let _ = self.child.wait();
 	}
+}
+
+/// One HTTP exchange on a fresh connection, read to its end.
+pub struct Answer {
+	/// The status code.
+	pub status: u16,
+	/// The status line and header lines, lower case.
+	pub headers: String,
+	/// The body.
+	pub body: String,
+}
+
+/// Send `request` as it is on a fresh connection and read the answer, for what the JSON-RPC
+/// clients do not show (status codes, CORS headers, plain-HTTP paths).
+pub fn http_exchange(port: u16, request: &str) -> Answer {
+	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+	stream.write_all(request.as_bytes()).unwrap();
+	let mut response = Vec::new();
+	// The server closes after answering (`Connection: close`); a 403 to an upgrade may not.
+	let mut buf = [0u8; 4096];
+	while let Ok(read) = stream.read(&mut buf) {
+		if read == 0 {
+			break;
+		}
+		response.extend_from_slice(&buf[..read]);
+		let text = String::from_utf8_lossy(&response);
+		if let Some((head, body)) = text.split_once("\r\n\r\n") {
+			let length = head.lines().find_map(|line| {
+				line.to_lowercase().strip_prefix("content-length:").map(str::to_string)
+			});
+			if length.is_some_and(|length| length.trim().parse::<usize>() == Ok(body.len())) {
+				break;
+			}
+		}
+	}
+	let text = String::from_utf8_lossy(&response).to_string();
+	let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {text:?}"));
+	let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+	Answer { status, headers: head.to_lowercase(), body: body.to_string() }
 }

@@ -3,6 +3,8 @@
 //! Reads `shared/conformance/statements.json` beside the repository (found by walking up from
 //! this crate), or the file named by `STATEMENT_VECTORS`.
 
+mod common;
+
 use codec::Decode;
 use serde_json::Value;
 use sp_core::Pair;
@@ -10,31 +12,9 @@ use statement_primitives::{
 	hash_encoded, statement_allowance_key, Proof, SignatureVerificationResult, Statement,
 	StatementAllowance,
 };
-use std::path::PathBuf;
-
-fn vectors_path() -> PathBuf {
-	if let Some(path) = std::env::var_os("STATEMENT_VECTORS") {
-		return PathBuf::from(path);
-	}
-	let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-	manifest
-		.ancestors()
-		.map(|dir| dir.join("shared/conformance/statements.json"))
-		.find(|candidate| candidate.is_file())
-		.unwrap_or_else(|| {
-			panic!(
-				"no shared/conformance/statements.json above {}; set STATEMENT_VECTORS to the file",
-				manifest.display()
-			)
-		})
-}
 
 fn vectors() -> Value {
-	let path = vectors_path();
-	let text = std::fs::read_to_string(&path)
-		.unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
-	serde_json::from_str(&text)
-		.unwrap_or_else(|err| panic!("{} is not JSON: {err}", path.display()))
+	common::read_vectors("STATEMENT_VECTORS", "statements.json")
 }
 
 fn section<'a>(vectors: &'a Value, name: &str) -> &'a [Value] {

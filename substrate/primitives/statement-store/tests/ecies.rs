@@ -6,34 +6,14 @@
 //! seed: this crate must decrypt upstream's ciphertext, and upstream's statement must decode,
 //! hash and verify here.
 
+mod common;
+
 use serde_json::Value;
 use sp_core::{ed25519, sr25519, Pair};
 use statement_primitives::{ecies, Error, SignatureVerificationResult, Statement};
-use std::path::PathBuf;
-
-fn vectors_path() -> PathBuf {
-	if let Some(path) = std::env::var_os("ECIES_VECTORS") {
-		return PathBuf::from(path);
-	}
-	let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-	manifest
-		.ancestors()
-		.map(|dir| dir.join("shared/conformance/ecies.json"))
-		.find(|candidate| candidate.is_file())
-		.unwrap_or_else(|| {
-			panic!(
-				"no shared/conformance/ecies.json above {}; set ECIES_VECTORS to the file",
-				manifest.display()
-			)
-		})
-}
 
 fn vectors() -> Vec<Value> {
-	let path = vectors_path();
-	let text = std::fs::read_to_string(&path)
-		.unwrap_or_else(|err| panic!("cannot read {}: {err}", path.display()));
-	let json: Value = serde_json::from_str(&text)
-		.unwrap_or_else(|err| panic!("{} is not JSON: {err}", path.display()));
+	let json = common::read_vectors("ECIES_VECTORS", "ecies.json");
 	let items = json["vectors"].as_array().unwrap_or_else(|| panic!("no `vectors` array")).clone();
 	assert!(!items.is_empty(), "`vectors` is empty: nothing would be checked");
 	items
