@@ -85,12 +85,15 @@ function checkAgainstNode(api, pair, hex) {
 async function main() {
 	const [url = 'ws://127.0.0.1:9944', nodeSigned] = process.argv.slice(2);
 	const provider = url.startsWith('http') ? new HttpProvider(url) : new WsProvider(url);
+	// The RPC definitions are all the API needs; results come back as JSON (`Json`), as the
+	// node writes them.
 	const api = await ApiPromise.create({
 		provider,
 		rpc: definitions('definitions.json'),
-		types: definitions('types.json'),
 		throwOnConnect: true,
 	});
+	// The statement's wire format, to encode and sign statements with `api.createType`.
+	api.registry.register(definitions('types.json'));
 	console.log(
 		`connected to ${api.runtimeVersion.specName} (genesis ${api.genesisHash.toHex()}) over ${url}`,
 	);
@@ -107,10 +110,10 @@ async function main() {
 	const text = `hello from polkadot-js ${randomAsHex(8)}`;
 	const expiry = expiryOf(Math.floor(Date.now() / 1000) + 3600, 0);
 	const statement = signed(api, alice, unsignedFields(expiry, [topic], stringToU8a(text)));
-	const result = await api.rpc.statement.submit(statement.toHex());
-	console.log(`statement_submit: ${JSON.stringify(result.toJSON())}`);
-	if (result.status.toString() !== 'new') {
-		throw new Error(`submission not stored: ${JSON.stringify(result.toJSON())}`);
+	const result = (await api.rpc.statement.submit(statement.toHex())).toJSON();
+	console.log(`statement_submit: ${JSON.stringify(result)}`);
+	if (result.status !== 'new') {
+		throw new Error(`submission not stored: ${JSON.stringify(result)}`);
 	}
 
 	const found = await api.rpc.statement.broadcasts([topic]);
