@@ -1,9 +1,11 @@
 //! Runs the same workloads against our store and the RAM-index baseline in one process and
 //! prints ours / baseline ratios, then a JSON summary.
 //!
-//! `cargo run --release -p statement-store-benches --bin compare -- [--quick]`
+//! `cargo run --release -p statement-store-benches --bin compare -- [--quick] [--sizes LIST]`
 //!
-//! `--quick` measures 1k and 10k statements; the full run adds 50k.
+//! `--quick` measures 1k and 10k statements; the full run adds 50k. `--sizes 200k,1M` (numbers
+//! with an optional `k` or `M`, comma separated) measures those store sizes instead; the
+//! write-side figures always use 10k.
 
 use statement_primitives::{Hash, Statement, StatementSource, StatementStore};
 use statement_store_benches::{
@@ -195,15 +197,56 @@ fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
 	});
 }
 
+/// A store size as `--sizes` takes it: `50000`, `200k`, `1M`.
+fn parse_size(text: &str) -> Result<u32, String> {
+	let text = text.trim();
+	let (digits, scale) = match text.strip_suffix(['k', 'K']) {
+		Some(digits) => (digits, 1_000),
+		None => match text.strip_suffix(['m', 'M']) {
+			Some(digits) => (digits, 1_000_000),
+			None => (text, 1),
+		},
+	};
+	digits
+		.parse::<u32>()
+		.ok()
+		.and_then(|number| number.checked_mul(scale))
+		// The data set's indices stay below a million; fresh statements are numbered above.
+		.filter(|&size| size > 0 && size <= 1_000_000)
+		.ok_or_else(|| {
+			format!("--sizes: {text:?} is not a store size from 1 to 1M, such as 50000 or 200k")
+		})
+}
+
+/// The store sizes to measure: `--sizes`, or the defaults for a quick or full run.
+fn sizes(args: &[String], quick: bool) -> Result<Vec<u32>, String> {
+	let Some(at) = args.iter().position(|arg| arg == "--sizes") else {
+		return Ok(if quick { vec![1_000, 10_000] } else { vec![1_000, 10_000, 50_000] });
+	};
+	let list = args.get(at + 1).ok_or("--sizes needs a list, such as 200k,1M")?;
+	let mut sizes = list.split(',').map(parse_size).collect::<Result<Vec<_>, _>>()?;
+	sizes.sort_unstable();
+	sizes.dedup();
+	Ok(sizes)
+}
+
 fn main() {
-	let quick = std::env::args().any(|arg| arg == "--quick");
-	let sizes: &[u32] = if quick { &[1_000, 10_000] } else { &[1_000, 10_000, 50_000] };
+	let args: Vec<String> = std::env::args().collect();
+	let quick = args.iter().any(|arg| arg == "--quick");
+	let sizes = match sizes(&args, quick) {
+		Ok(sizes) => sizes,
+		Err(err) => {
+			eprintln!("{err}");
+			std::process::exit(2);
+		}
+	};
 	let keys = fixture::keys();
-	let largest = *sizes.last().unwrap_or(&1000);
+	// The write-side figures below use the first 10k.
+	let largest = sizes.last().copied().unwrap_or(1_000).max(10_000);
 	eprintln!("signing {largest} statements...");
 	let statements = workload::signed(0, largest, &keys);
 	let mut rows = Vec::new();
-	for &n in sizes {
+	for &n in &sizes {
 		eprintln!("measuring {n} statements...");
 		run_size(n, &statements[..n as usize], &mut rows);
 	}
@@ -228,4 +271,19 @@ fn main() {
 		})
 		.collect();
 	println!("{{\"quick\":{quick},\"results\":[{}]}}", json.join(","));
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn sizes_take_plain_numbers_and_k_and_m_suffixes() {
+		let args = |list: &str| vec!["compare".to_string(), "--sizes".into(), list.into()];
+		assert_eq!(sizes(&args("1M,200k,50000"), false), Ok(vec![50_000, 200_000, 1_000_000]));
+		assert!(sizes(&args("200x"), false).unwrap_err().contains("\"200x\""));
+		assert!(sizes(&args("0"), false).is_err());
+		assert!(sizes(&args("2M"), false).is_err());
+		assert_eq!(sizes(&["compare".into()], true), Ok(vec![1_000, 10_000]));
+	}
 }
