@@ -15,6 +15,7 @@ mod chain;
 mod connections;
 mod cors;
 mod health;
+mod intercept;
 mod origin;
 mod oversized;
 mod rpc_methods;
@@ -26,13 +27,14 @@ mod transport;
 use crate::{cli::RpcMethods, error::Error};
 pub use chain::ChainInfo;
 use connections::{Connections, TrackedStream};
-use cors::OriginGuardLayer;
-use health::HealthLayer;
+use cors::OriginGuard;
+use health::HealthProbe;
 use hyper_util::{
 	rt::{TokioExecutor, TokioIo},
 	server::conn::auto,
 	service::TowerToHyperService,
 };
+use intercept::InterceptLayer;
 use jsonrpsee::{
 	core::middleware::RpcServiceBuilder,
 	server::{stop_channel, Methods, PingConfig, ServerConfig, ServerHandle, StopHandle},
@@ -170,10 +172,10 @@ pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, Soc
 						};
 						let http_middleware = tower::ServiceBuilder::new()
 							.layer(TrackLayer::new(slot.conn().clone()))
-							.layer(OriginGuardLayer::new(cors.clone()))
+							.layer(InterceptLayer(OriginGuard::new(cors.clone())))
 							.layer(cors_headers.clone())
 							.layer(TransportLayer)
-							.layer(HealthLayer::new(methods.clone()))
+							.layer(InterceptLayer(HealthProbe::new(methods.clone())))
 							.layer(OversizedLayer::new(MAX_REQUEST_BYTES));
 						let service = server
 							.clone()

@@ -8,18 +8,13 @@
 //! anything runs, preflights (`OPTIONS`) included. Requests without an `Origin` are not from a
 //! browser page and are served.
 
-use super::origin::Cors;
+use super::{
+	intercept::{Answer, Interceptor},
+	origin::Cors,
+};
 use http::{header, HeaderValue, Request, Response, StatusCode};
-use jsonrpsee::{
-	core::BoxError,
-	server::{HttpBody, HttpResponse},
-};
-use std::{
-	future::Future,
-	pin::Pin,
-	sync::Arc,
-	task::{Context, Poll},
-};
+use jsonrpsee::server::{HttpBody, HttpResponse};
+use std::sync::Arc;
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
 /// Most bytes of a refused origin repeated in the answer.
@@ -39,61 +34,29 @@ pub fn headers_layer(cors: &Arc<Cors>) -> CorsLayer {
 	}
 }
 
-/// HTTP layer answering 403 to requests whose `Origin` the policy does not allow.
+/// Answers 403 to requests whose `Origin` the policy does not allow (an [`Interceptor`]).
 #[derive(Clone)]
-pub struct OriginGuardLayer {
+pub struct OriginGuard {
 	cors: Arc<Cors>,
 }
 
-impl OriginGuardLayer {
-	/// The layer for `cors`.
+impl OriginGuard {
+	/// The guard for `cors`.
 	pub fn new(cors: Arc<Cors>) -> Self {
-		OriginGuardLayer { cors }
+		OriginGuard { cors }
 	}
 }
 
-impl<S> tower::Layer<S> for OriginGuardLayer {
-	type Service = OriginGuard<S>;
-
-	fn layer(&self, inner: S) -> OriginGuard<S> {
-		OriginGuard { cors: self.cors.clone(), inner }
-	}
-}
-
-/// The service [`OriginGuardLayer`] makes.
-#[derive(Clone)]
-pub struct OriginGuard<S> {
-	cors: Arc<Cors>,
-	inner: S,
-}
-
-impl<S, B> tower::Service<Request<B>> for OriginGuard<S>
-where
-	S: tower::Service<Request<B>, Response = HttpResponse, Error = BoxError>,
-	S::Future: Send + 'static,
-{
-	type Response = HttpResponse;
-	type Error = BoxError;
-	type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, BoxError>> + Send>>;
-
-	fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-		self.inner.poll_ready(cx)
-	}
-
-	fn call(&mut self, request: Request<B>) -> Self::Future {
+impl Interceptor for OriginGuard {
+	fn intercept<B>(&self, request: &Request<B>) -> Option<Answer> {
 		// Every `Origin` must pass: a browser sends one, so several are not a browser's doing.
 		let refused = request
 			.headers()
 			.get_all(header::ORIGIN)
 			.iter()
-			.find(|origin| !self.cors.allows(origin.as_bytes()));
-		match refused {
-			Some(origin) => {
-				let answer = forbidden(origin);
-				Box::pin(async move { Ok(answer) })
-			}
-			None => Box::pin(self.inner.call(request)),
-		}
+			.find(|origin| !self.cors.allows(origin.as_bytes()))?;
+		let answer = forbidden(refused);
+		Some(Box::pin(async move { answer }))
 	}
 }
 

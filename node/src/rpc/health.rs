@@ -9,43 +9,25 @@
 //! Both ask the registered `system_health`, so the answers never drift from the RPC method.
 //! Other paths and methods go on to jsonrpsee.
 
+use super::intercept::{Answer, Interceptor};
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use jsonrpsee::{
-	core::{BoxError, EmptyServerParams},
+	core::EmptyServerParams,
 	server::{HttpBody, HttpResponse, Methods},
 };
-use std::{
-	future::Future,
-	pin::Pin,
-	task::{Context, Poll},
-};
 
-/// HTTP layer answering the health endpoints from `system_health` in the node's methods.
+/// Answers the health endpoints from `system_health` in the node's methods (an
+/// [`Interceptor`]).
 #[derive(Clone)]
-pub struct HealthLayer {
+pub struct HealthProbe {
 	methods: Methods,
 }
 
-impl HealthLayer {
-	/// The layer asking `methods` for `system_health`.
+impl HealthProbe {
+	/// The probe asking `methods` for `system_health`.
 	pub fn new(methods: Methods) -> Self {
-		HealthLayer { methods }
+		HealthProbe { methods }
 	}
-}
-
-impl<S> tower::Layer<S> for HealthLayer {
-	type Service = Health<S>;
-
-	fn layer(&self, inner: S) -> Health<S> {
-		Health { methods: self.methods.clone(), inner }
-	}
-}
-
-/// The service [`HealthLayer`] makes.
-#[derive(Clone)]
-pub struct Health<S> {
-	methods: Methods,
-	inner: S,
 }
 
 /// Which endpoint was asked for.
@@ -55,44 +37,32 @@ enum Probe {
 	Readiness,
 }
 
-impl<S, B> tower::Service<Request<B>> for Health<S>
-where
-	S: tower::Service<Request<B>, Response = HttpResponse, Error = BoxError>,
-	S::Future: Send + 'static,
-{
-	type Response = HttpResponse;
-	type Error = BoxError;
-	type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, BoxError>> + Send>>;
-
-	fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-		self.inner.poll_ready(cx)
-	}
-
-	fn call(&mut self, request: Request<B>) -> Self::Future {
+impl Interceptor for HealthProbe {
+	fn intercept<B>(&self, request: &Request<B>) -> Option<Answer> {
 		let probe = match (request.method(), request.uri().path()) {
 			(&Method::GET, "/health") => Probe::Health,
 			(&Method::GET, "/health/readiness") => Probe::Readiness,
-			_ => return Box::pin(self.inner.call(request)),
+			_ => return None,
 		};
 		let methods = self.methods.clone();
-		Box::pin(async move {
+		Some(Box::pin(async move {
 			let health = methods.call::<_, SystemHealth>("system_health", EmptyServerParams::new());
 			let health = match health.await {
 				Ok(health) => health,
 				Err(err) => {
 					log::debug!("GET /health: system_health failed: {err}");
-					return Ok(answer(StatusCode::INTERNAL_SERVER_ERROR, HttpBody::empty()));
+					return answer(StatusCode::INTERNAL_SERVER_ERROR, HttpBody::empty());
 				}
 			};
-			Ok(match probe {
+			match probe {
 				Probe::Health => match serde_json::to_string(&health) {
 					Ok(json) => answer(StatusCode::OK, HttpBody::from(json)),
 					Err(_) => answer(StatusCode::INTERNAL_SERVER_ERROR, HttpBody::empty()),
 				},
 				Probe::Readiness if health.is_ready() => answer(StatusCode::OK, HttpBody::empty()),
 				Probe::Readiness => answer(StatusCode::INTERNAL_SERVER_ERROR, HttpBody::empty()),
-			})
-		})
+			}
+		}))
 	}
 }
 
