@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::{array32, bytes};
+
 use codec::Decode;
 use serde_json::Value;
 use sp_core::Pair;
@@ -21,15 +23,6 @@ fn section<'a>(vectors: &'a Value, name: &str) -> &'a [Value] {
 	let items = vectors[name].as_array().unwrap_or_else(|| panic!("no `{name}` array"));
 	assert!(!items.is_empty(), "`{name}` is empty: nothing would be checked");
 	items
-}
-
-fn bytes(value: &Value) -> Vec<u8> {
-	let text = value.as_str().unwrap_or_else(|| panic!("expected a hex string, got {value}"));
-	hex::decode(text.trim_start_matches("0x")).unwrap_or_else(|err| panic!("bad hex {text}: {err}"))
-}
-
-fn array32(value: &Value) -> [u8; 32] {
-	bytes(value).try_into().unwrap_or_else(|_| panic!("expected 32 bytes, got {value}"))
 }
 
 fn optional32(value: &Value) -> Option<[u8; 32]> {

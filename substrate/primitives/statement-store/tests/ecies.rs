@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{array32, bytes};
+
 use serde_json::Value;
 use sp_core::{ed25519, sr25519, Pair};
 use statement_primitives::{ecies, Error, SignatureVerificationResult, Statement};
@@ -17,15 +19,6 @@ fn vectors() -> Vec<Value> {
 	let items = json["vectors"].as_array().unwrap_or_else(|| panic!("no `vectors` array")).clone();
 	assert!(!items.is_empty(), "`vectors` is empty: nothing would be checked");
 	items
-}
-
-fn bytes(value: &Value) -> Vec<u8> {
-	let text = value.as_str().unwrap_or_else(|| panic!("expected a hex string, got {value}"));
-	hex::decode(text.trim_start_matches("0x")).unwrap_or_else(|err| panic!("bad hex {text}: {err}"))
-}
-
-fn array32(value: &Value) -> [u8; 32] {
-	bytes(value).try_into().unwrap_or_else(|_| panic!("expected 32 bytes, got {value}"))
 }
 
 #[test]

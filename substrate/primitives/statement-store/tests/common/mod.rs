@@ -28,3 +28,14 @@ pub fn read_vectors(env: &str, file: &str) -> Value {
 	serde_json::from_str(&text)
 		.unwrap_or_else(|err| panic!("{} is not JSON: {err}", path.display()))
 }
+
+/// The bytes of a `0x`-hex string in a vector file.
+pub fn bytes(value: &Value) -> Vec<u8> {
+	let text = value.as_str().unwrap_or_else(|| panic!("expected a hex string, got {value}"));
+	hex::decode(text.trim_start_matches("0x")).unwrap_or_else(|err| panic!("bad hex {text}: {err}"))
+}
+
+/// The 32 bytes of a `0x`-hex string in a vector file.
+pub fn array32(value: &Value) -> [u8; 32] {
+	bytes(value).try_into().unwrap_or_else(|_| panic!("expected 32 bytes, got {value}"))
+}
