@@ -95,12 +95,14 @@ pub struct Stash {
 	unsent: Vec<Signed>,
 	/// Time spent signing, all phases together.
 	pub signing: Duration,
+	/// Statements the phases took from their feeds (and sent), all phases together.
+	pub sent: usize,
 }
 
 impl Stash {
 	/// An empty stash signing with `keys`.
 	pub fn new(keys: Vec<ed25519::Pair>) -> Stash {
-		Stash { keys, unsent: Vec::new(), signing: Duration::ZERO }
+		Stash { keys, unsent: Vec::new(), signing: Duration::ZERO, sent: 0 }
 	}
 
 	/// Sign until at least `count` statements wait unsent.
@@ -137,6 +139,7 @@ impl Stash {
 		let sent = feed.next.into_inner().min(feed.statements.len());
 		let mut statements = feed.statements;
 		self.unsent = statements.split_off(sent);
+		self.sent += sent;
 		Ok(())
 	}
 }
@@ -186,6 +189,7 @@ mod tests {
 		feed.take();
 		stash.give_back(feed).unwrap();
 		assert_eq!(stash.unsent().len(), 3);
+		assert_eq!(stash.sent, 2);
 		assert_ne!(stash.unsent().first().map(|signed| signed.hex.clone()), first);
 	}
 }

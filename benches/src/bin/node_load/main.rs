@@ -266,7 +266,10 @@ fn run(args: Args) -> Result<(), String> {
 		report::print_threads(&before, &after, seconds);
 	}
 	println!(
-		"\nsigning {:.1} s, load average {} at the end, {:.0} s in all",
+		"\nstatements sent to the node {} (and the query set's {}), signing {:.1} s, load \
+		 average {} at the end, {:.0} s in all",
+		stash.sent,
+		data::QUERY_SET,
 		stash.signing.as_secs_f64(),
 		load_average(),
 		started.elapsed().as_secs_f64()
