@@ -3,7 +3,13 @@
 //! [`baseline::RamIndexStore`] keeps every index in hash maps and sets of 32-byte hashes, as
 //! the reference implementation's first stage does, with statement bodies in parity-db. It
 //! exists only so that every figure can be reported as a ratio measured in one run.
+//!
+//! The harnesses that run the real node share [`node`] (a child process with a chain spec of
+//! unlimited allowances), [`client`] (JSON-RPC over HTTP or a WebSocket) and [`latency`].
 
 pub mod baseline;
+pub mod client;
 pub mod fixture;
+pub mod latency;
+pub mod node;
 pub mod workload;

@@ -176,16 +176,20 @@ pub fn fresh(count: u32, keys: &[ed25519::Pair]) -> Vec<Statement> {
 
 /// Signed statements `from..to` of the data set, signed on every core.
 pub fn signed(from: u32, to: u32, keys: &[ed25519::Pair]) -> Vec<Statement> {
+	on_every_core(from, to, |i| fixture::statement(i, keys))
+}
+
+/// `make(i)` for every `i` in `from..to`, in order, spread over every core (for signing).
+pub fn on_every_core<T: Send>(from: u32, to: u32, make: impl Fn(u32) -> T + Sync) -> Vec<T> {
 	let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as u32;
 	let span = (to - from).div_ceil(threads).max(1);
+	let make = &make;
 	std::thread::scope(|scope| {
 		let parts: Vec<_> = (0..threads)
 			.map(|t| {
 				let start = (from + t * span).min(to);
 				let end = (start + span).min(to);
-				scope.spawn(move || {
-					(start..end).map(|i| fixture::statement(i, keys)).collect::<Vec<_>>()
-				})
+				scope.spawn(move || (start..end).map(make).collect::<Vec<_>>())
 			})
 			.collect();
 		parts.into_iter().flat_map(|part| part.join().expect("signer")).collect()

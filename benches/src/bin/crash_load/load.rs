@@ -2,30 +2,15 @@
 //! WebSocket, until the harness says stop or the node goes away.
 
 use crate::ledger::Signed;
-use jsonrpsee::{
-	core::client::ClientT, http_client::HttpClientBuilder, rpc_params, ws_client::WsClientBuilder,
-};
-use serde_json::{json, Value};
+use serde_json::json;
+use statement_store_benches::client::Client;
 use std::{
 	collections::VecDeque,
 	sync::{
 		atomic::{AtomicBool, Ordering},
 		Arc,
 	},
-	time::Duration,
 };
-
-/// How long one submit may take; far above any normal answer, so only a dead node hits it.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Which JSON-RPC transport a client uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
-	/// A request per HTTP POST (kept-alive connection).
-	Http,
-	/// One WebSocket connection.
-	Ws,
-}
 
 /// What a client's submits came to in one round.
 #[derive(Default)]
@@ -40,40 +25,6 @@ pub struct Outcome {
 	pub early_error: Option<String>,
 	/// The statements not sent, returned for the next round.
 	pub unsent: VecDeque<Signed>,
-}
-
-/// A connected client of either transport.
-pub enum Client {
-	/// HTTP.
-	Http(jsonrpsee::http_client::HttpClient),
-	/// WebSocket.
-	Ws(jsonrpsee::ws_client::WsClient),
-}
-
-impl Client {
-	/// Connect to the node at `port` over `transport`.
-	pub async fn connect(transport: Transport, port: u16) -> Result<Client, String> {
-		match transport {
-			Transport::Http => HttpClientBuilder::default()
-				.request_timeout(REQUEST_TIMEOUT)
-				.build(format!("http://127.0.0.1:{port}"))
-				.map(Client::Http)
-				.map_err(|err| format!("cannot build an HTTP client: {err}")),
-			Transport::Ws => WsClientBuilder::default()
-				.request_timeout(REQUEST_TIMEOUT)
-				.build(format!("ws://127.0.0.1:{port}"))
-				.await
-				.map(Client::Ws)
-				.map_err(|err| format!("cannot open a WebSocket to the node: {err}")),
-		}
-	}
-
-	async fn submit(&self, hex: &str) -> Result<Value, jsonrpsee::core::ClientError> {
-		match self {
-			Client::Http(client) => client.request("statement_submit", rpc_params![hex]).await,
-			Client::Ws(client) => client.request("statement_submit", rpc_params![hex]).await,
-		}
-	}
 }
 
 /// Submit `queue` in order until `stop` is set, the queue runs out, or a submit gets no answer.

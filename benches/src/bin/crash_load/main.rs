@@ -26,12 +26,14 @@
 mod check;
 mod ledger;
 mod load;
-mod node;
 
 use jsonrpsee::http_client::HttpClientBuilder;
 use ledger::{Fate, Ledger};
-use load::{Client, Outcome, Transport};
-use node::Launch;
+use load::Outcome;
+use statement_store_benches::{
+	client::{Client, Transport},
+	node::{self, Launch},
+};
 use std::{
 	ops::Range,
 	path::PathBuf,
@@ -96,18 +98,7 @@ impl Args {
 
 	/// `--node`, or `statement-node` in the directory of this executable.
 	fn node_binary(&self) -> Result<PathBuf, String> {
-		if let Some(path) = &self.node {
-			return Ok(path.clone());
-		}
-		let exe = std::env::current_exe().map_err(|err| format!("cannot find myself: {err}"))?;
-		let beside = exe.with_file_name("statement-node");
-		if beside.is_file() {
-			return Ok(beside);
-		}
-		Err(format!(
-			"no {}: build it first (`cargo build --release -p statement-node`) or pass --node PATH",
-			beside.display()
-		))
+		self.node.clone().map_or_else(node::binary_beside_me, Ok)
 	}
 }
 

@@ -7,8 +7,9 @@ use crate::{
 		metric_value, rss_kib, Line, NodeSettings, Propagation, RssPeak, PEERS_METRIC,
 		PEER_TIMEOUT, STATEMENTS_METRIC,
 	},
-	traffic::{deliver, submit, Delivery, Latency, Pool},
+	traffic::{deliver, submit, Delivery, Pool},
 };
+use statement_store_benches::latency::Latency;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 

@@ -1,5 +1,6 @@
-//! The `statement-node` child process: a chain spec giving every client account an allowance,
-//! starting on a fixed base path with an OS-assigned RPC port, and SIGKILL.
+//! A `statement-node` child process for the harnesses that load one node (`crash_load`,
+//! `node_load`): a chain spec giving every client account an unlimited allowance, starting on
+//! a fixed base path with an OS-assigned RPC port, and SIGKILL.
 
 use codec::Encode;
 use serde_json::{json, Map, Value};
@@ -18,26 +19,45 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// Log lines kept to explain a failed start.
 const LOG_TAIL: usize = 30;
 
+/// The genesis storage that lets each of `accounts` keep `u32::MAX` statements and bytes:
+/// `(":statement_allowance:" ++ account, allowance)` pairs, as the chain spec holds them, so an
+/// in-process store can be given exactly the node's allowances.
+pub fn unlimited_allowances(accounts: &[[u8; 32]]) -> Vec<(Vec<u8>, Vec<u8>)> {
+	let unlimited = StatementAllowance::new(u32::MAX, u32::MAX).encode();
+	accounts.iter().map(|account| (statement_allowance_key(account), unlimited.clone())).collect()
+}
+
 /// Write a chain spec (Substrate's raw form, as `statement-node build-spec` prints) in which
 /// each of `accounts` may keep `u32::MAX` statements and bytes, so nothing is ever evicted.
 pub fn write_chain_spec(path: &Path, accounts: &[[u8; 32]]) -> Result<(), String> {
-	let unlimited = StatementAllowance::new(u32::MAX, u32::MAX).encode();
-	let top: Map<String, Value> = accounts
+	let hex = |bytes: &[u8]| format!("0x{}", hex::encode(bytes));
+	let top: Map<String, Value> = unlimited_allowances(accounts)
 		.iter()
-		.map(|account| {
-			let key = format!("0x{}", hex::encode(statement_allowance_key(account)));
-			(key, Value::String(format!("0x{}", hex::encode(&unlimited))))
-		})
+		.map(|(key, value)| (hex(key), Value::String(hex(value))))
 		.collect();
 	let spec = json!({
-		"name": "Crash load",
-		"id": "crash_load",
+		"name": "Load harness",
+		"id": "load_harness",
 		"chainType": "Local",
 		"bootNodes": [],
 		"genesis": {"raw": {"top": top}},
 	});
 	std::fs::write(path, spec.to_string())
 		.map_err(|err| format!("cannot write the chain spec {}: {err}", path.display()))
+}
+
+/// `statement-node` in the directory of this executable (`target/release` for a release
+/// harness), or why there is none.
+pub fn binary_beside_me() -> Result<PathBuf, String> {
+	let exe = std::env::current_exe().map_err(|err| format!("cannot find myself: {err}"))?;
+	let beside = exe.with_file_name("statement-node");
+	if beside.is_file() {
+		return Ok(beside);
+	}
+	Err(format!(
+		"no {}: build it first (`cargo build --release -p statement-node`) or pass --node PATH",
+		beside.display()
+	))
 }
 
 /// How to start the node.
@@ -140,6 +160,11 @@ fn port_of(addr: &str) -> Option<u16> {
 }
 
 impl Node {
+	/// The process id, for `/proc`.
+	pub fn pid(&self) -> u32 {
+		self.child.id()
+	}
+
 	/// `http://127.0.0.1:port`.
 	pub fn http_url(&self) -> String {
 		format!("http://127.0.0.1:{}", self.port)
