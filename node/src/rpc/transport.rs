@@ -6,7 +6,7 @@
 //! middleware refuses subscription methods on plain HTTP. Which methods are subscriptions is
 //! read from the registered methods themselves, so a new subscription is covered unnamed.
 
-use http::{header, Request};
+use http::{header, HeaderValue, Request};
 use jsonrpsee::{
 	core::middleware::{Batch, BatchEntry, BatchEntryErr, Notification, RpcServiceT},
 	server::{ws::is_upgrade_request, MethodCallback, MethodResponse, Methods},
@@ -28,8 +28,9 @@ pub const SUBSCRIPTION_OVER_HTTP_CODE: i32 = -32601;
 pub enum Transport {
 	/// A plain HTTP request; `host` is its `Host`, to name the WebSocket address in errors.
 	Http {
-		/// The `Host` the client used, if it sent a readable one.
-		host: Option<String>,
+		/// The `Host` the client used, if it sent one (kept as the header value: it is read
+		/// only when a subscription is refused).
+		host: Option<HeaderValue>,
 	},
 	/// A WebSocket upgrade, and every call made over that WebSocket.
 	WebSocket,
@@ -67,11 +68,12 @@ where
 		let transport = if is_upgrade_request(&request) {
 			Transport::WebSocket
 		} else {
-			let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok());
 			// HTTP/2 carries the host in the URI instead.
-			let host =
-				host.or_else(|| request.uri().authority().map(|authority| authority.as_str()));
-			Transport::Http { host: host.map(str::to_string) }
+			let host = request.headers().get(header::HOST).cloned().or_else(|| {
+				let authority = request.uri().authority()?;
+				HeaderValue::from_str(authority.as_str()).ok()
+			});
+			Transport::Http { host }
 		};
 		request.extensions_mut().insert(transport);
 		self.0.call(request)
@@ -122,13 +124,23 @@ pub struct SubscriptionsNeedWebSocket<S> {
 impl<S> SubscriptionsNeedWebSocket<S> {
 	/// The error for calling `method` with `extensions`, if it is a subscription on plain HTTP.
 	fn refusal(&self, method: &str, extensions: &http::Extensions) -> Option<ErrorObjectOwned> {
-		let Some(Transport::Http { host }) = extensions.get::<Transport>() else {
-			return None;
-		};
+		match extensions.get::<Transport>() {
+			Some(Transport::Http { host }) => self.refusal_over_http(method, host.as_ref()),
+			_ => None,
+		}
+	}
+
+	/// The error for calling `method` over plain HTTP to `host`, if it is a subscription.
+	fn refusal_over_http(
+		&self,
+		method: &str,
+		host: Option<&HeaderValue>,
+	) -> Option<ErrorObjectOwned> {
 		if !self.subscriptions.contains(method) {
 			return None;
 		}
-		let address = format!("ws://{}", host.as_deref().unwrap_or("HOST:PORT"));
+		let host = host.and_then(|host| host.to_str().ok()).unwrap_or("HOST:PORT");
+		let address = format!("ws://{host}");
 		Some(ErrorObjectOwned::owned(
 			SUBSCRIPTION_OVER_HTTP_CODE,
 			format!(
@@ -172,16 +184,19 @@ where
 	}
 
 	fn batch<'a>(&self, mut batch: Batch<'a>) -> impl Future<Output = MethodResponse> + Send + 'a {
-		let extensions = batch.extensions().clone();
-		for entry in batch.iter_mut() {
-			let refusal = match entry {
-				Ok(BatchEntry::Call(request)) => self
-					.refusal(request.method_name(), &extensions)
-					.map(|error| BatchEntryErr::new(request.id.clone(), error)),
-				_ => None,
-			};
-			if let Some(refusal) = refusal {
-				*entry = Err(refusal);
+		// Only plain HTTP batches are looked through; a WebSocket's pass untouched.
+		if let Some(Transport::Http { host }) = batch.extensions().get::<Transport>() {
+			let host = host.clone();
+			for entry in batch.iter_mut() {
+				let refusal = match entry {
+					Ok(BatchEntry::Call(request)) => self
+						.refusal_over_http(request.method_name(), host.as_ref())
+						.map(|error| BatchEntryErr::new(request.id.clone(), error)),
+					_ => None,
+				};
+				if let Some(refusal) = refusal {
+					*entry = Err(refusal);
+				}
 			}
 		}
 		self.inner.batch(batch)
