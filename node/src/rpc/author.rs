@@ -17,7 +17,7 @@ use jsonrpsee::{
 	RpcModule,
 };
 use sp_core::{crypto::KeyTypeId, Bytes};
-use statement_rpc::{INVALID_PARAMS_CODE, UNSAFE_CODE};
+use statement_rpc::{ensure_unsafe_allowed, INVALID_PARAMS_CODE};
 use std::sync::Arc;
 
 /// Substrate's code for author errors other than the pool's (`BASE_ERROR + 40`).
@@ -106,15 +106,4 @@ fn param<T: serde::de::DeserializeOwned>(
 
 fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
 	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
-}
-
-fn ensure_unsafe_allowed(allowed: bool) -> Result<(), ErrorObjectOwned> {
-	if allowed {
-		return Ok(());
-	}
-	Err(ErrorObjectOwned::owned(
-		UNSAFE_CODE,
-		"RPC call is unsafe to be called externally; start the node with --rpc-methods unsafe",
-		None::<()>,
-	))
 }

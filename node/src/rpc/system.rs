@@ -47,27 +47,23 @@ impl System {
 			local.listen_addresses().iter().map(ToString::to_string).collect::<Vec<_>>()
 		})?;
 		module.register_method("system_peers", move |_, _, _| {
-			if !unsafe_allowed {
-				return Err(ErrorObjectOwned::owned(
-					statement_rpc::UNSAFE_CODE,
-					"RPC call is unsafe to be called externally; start the node with --rpc-methods unsafe",
-					None::<()>,
-				));
-			}
+			statement_rpc::ensure_unsafe_allowed(unsafe_allowed)?;
 			// Substrate's shape; there is no block sync, so every peer's best block is genesis.
-			Ok(network
-				.peers()
-				.into_iter()
-				.filter(|peer| peer.statement_stream)
-				.map(|peer| {
-					serde_json::json!({
-						"peerId": peer.peer_id.to_base58(),
-						"roles": "FULL",
-						"bestHash": genesis_hash,
-						"bestNumber": 0,
+			Ok::<_, ErrorObjectOwned>(
+				network
+					.peers()
+					.into_iter()
+					.filter(|peer| peer.statement_stream)
+					.map(|peer| {
+						serde_json::json!({
+							"peerId": peer.peer_id.to_base58(),
+							"roles": "FULL",
+							"bestHash": genesis_hash,
+							"bestNumber": 0,
+						})
 					})
-				})
-				.collect::<Vec<_>>())
+					.collect::<Vec<_>>(),
+			)
 		})?;
 		Ok(())
 	}

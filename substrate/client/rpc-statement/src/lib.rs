@@ -143,15 +143,21 @@ impl StatementRpc {
 	}
 
 	fn ensure_unsafe_allowed(&self) -> Result<(), ErrorObjectOwned> {
-		if self.allow_unsafe {
-			return Ok(());
-		}
-		Err(ErrorObjectOwned::owned(
-			UNSAFE_CODE,
-			"RPC call is unsafe to be called externally; start the node with --rpc-methods unsafe",
-			None::<()>,
-		))
+		ensure_unsafe_allowed(self.allow_unsafe)
 	}
+}
+
+/// `Ok` if unsafe methods are `allowed`, else Substrate's refusal of an unsafe call: one
+/// answer for every unsafe method the server has, whichever crate registers it.
+pub fn ensure_unsafe_allowed(allowed: bool) -> Result<(), ErrorObjectOwned> {
+	if allowed {
+		return Ok(());
+	}
+	Err(ErrorObjectOwned::owned(
+		UNSAFE_CODE,
+		"RPC call is unsafe to be called externally; start the node with --rpc-methods unsafe",
+		None::<()>,
+	))
 }
 
 fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
