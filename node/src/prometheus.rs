@@ -104,6 +104,12 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 		metrics.cache_bytes,
 	);
 	gauge(
+		"substrate_statement_store_pending_bytes",
+		"Bytes of acknowledged changes not yet applied to the database's tables (held in memory).",
+		"gauge",
+		metrics.pending_bytes,
+	);
+	gauge(
 		"substrate_statement_store_subscriptions",
 		"Open subscriptions (RPC subscribers and gossip's watch for new statements).",
 		"gauge",

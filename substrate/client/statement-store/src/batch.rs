@@ -413,10 +413,10 @@ impl<'a> Batch<'a> {
 			.notify(self.added.iter().map(|(_, record, encoding)| (record, encoding)));
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
 		drop(view);
-		if replayed.is_none() && inner.writeback.backlogged() {
+		if replayed.is_none() {
 			// The batch is durable and published: a failed hand-over here must not fail it
-			// (the caller would give its ids out again). The background thread retries.
-			if let Err(err) = inner.writeback.drain() {
+			// (the caller would give its ids out again). The background threads retry.
+			if let Err(err) = inner.writeback.relieve() {
 				log::warn!(target: "statement-store", "handing changes to the database failed: {err}");
 			}
 		}

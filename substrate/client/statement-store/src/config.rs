@@ -71,11 +71,16 @@ pub struct Config {
 	/// Bytes of disk kept free: below this, new statements are refused (reads, removals and
 	/// maintenance go on) until space returns. See `disk`.
 	pub min_free_bytes: u64,
-	/// Longest time between checkpoints, which apply parity-db's log to its tables and
-	/// recycle it. Longer means less disk work per change and more memory held by parity-db
-	/// in between; a checkpoint also runs early after [`Config::checkpoint_bytes`].
+	/// Longest time between checkpoints, which close parity-db's current log file and apply
+	/// it to the tables; a checkpoint also runs early after [`Config::checkpoint_bytes`].
 	pub checkpoint_period: Duration,
-	/// Bytes of changes after which a checkpoint runs before its period is up.
+	/// Bytes of changes after which a checkpoint runs before its period is up. parity-db
+	/// holds what it has not applied in memory, and after a crash replays the last 16
+	/// applied log files (one per checkpoint) besides: so this bounds both. Without
+	/// [`Config::sync_wal`] a checkpoint writes to the tables' page cache and leaves writing
+	/// them out to the kernel, so small checkpoints cost little. With it, each checkpoint
+	/// also msyncs every table (dirty pages of the hash indexes are scattered, so each one
+	/// writes up to tens of MiB): consider a larger value there.
 	pub checkpoint_bytes: u64,
 	/// Admissions plus removals after which maintenance writes a membership snapshot; after
 	/// a crash, opening reads the snapshot and at most about this many journal entries.
@@ -104,8 +109,9 @@ pub const DEFAULT_BAN_PERIOD: Duration = Duration::from_secs(48 * 3600);
 pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
 /// One second between checkpoints.
 pub const DEFAULT_CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
-/// 32 MiB of changes between checkpoints.
-pub const DEFAULT_CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
+/// 1 MiB of changes between checkpoints: parity-db then holds little in memory and replays
+/// little after a crash (see [`Config::checkpoint_bytes`]).
+pub const DEFAULT_CHECKPOINT_BYTES: u64 = 1024 * 1024;
 /// A membership snapshot every 100,000 changes.
 pub const DEFAULT_SNAPSHOT_CHANGES: u64 = 100_000;
 /// Or every ten minutes when anything changed.

@@ -71,11 +71,12 @@
 //! steps with a sequence number and a checksum), so it survives the process being killed at
 //! any moment; with [`Config::sync_wal`] the append is also fsynced, so it survives power
 //! loss. A background thread hands the staged batches to parity-db and writes them to its log
-//! file every 50 ms; a second one runs *checkpoints* (once a second, or after 32 MiB of
-//! changes: [`Config::checkpoint_period`], [`Config::checkpoint_bytes`]) that apply that log to
-//! parity-db's tables, msync them and recycle the log. Intent files go once parity-db's log
-//! file holds their batches (with `sync_wal`, once a checkpoint has fsynced it). Opening
-//! redoes, in order, the batches parity-db lacks (each commit records its sequence number). A crash never leaves a change half-applied: parity-db
+//! file every 50 ms; a second one runs *checkpoints* (once a second, or after 1 MiB of
+//! changes: [`Config::checkpoint_period`], [`Config::checkpoint_bytes`]) that close that log
+//! file and apply it to parity-db's tables (msyncing them only with `sync_wal`). Intent
+//! files go once parity-db's log file holds their batches (with `sync_wal`, once a checkpoint
+//! has fsynced it). Opening redoes, in order, the batches parity-db lacks (each commit
+//! records its sequence number). A crash never leaves a change half-applied: parity-db
 //! replays whole log records or none, and a torn intent record was never acknowledged.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

@@ -38,6 +38,9 @@ pub struct MetricsSnapshot {
 	pub cache_misses: u64,
 	/// Bytes held by the caches: posting lists and statement bodies.
 	pub cache_bytes: u64,
+	/// Bytes of acknowledged changes not yet applied to parity-db's tables, held in memory
+	/// (staged batches and parity-db's unapplied log; bounded, see `Config::checkpoint_bytes`).
+	pub pending_bytes: u64,
 	/// Open subscriptions.
 	pub subscriptions: u64,
 	/// Bytes free on the database's disk at the last measurement.

@@ -70,6 +70,7 @@ pub fn removal_segment_key(segment: u64) -> Vec<u8> {
 pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 	let mut options = Options::with_columns(path, COLUMNS);
 	options.sync_wal = sync_wal;
+	options.sync_data = sync_wal;
 	options.stats = false;
 	// The store drives parity-db's log from its own thread (see `writeback`), so that it knows
 	// which intent-log batches parity-db has written.

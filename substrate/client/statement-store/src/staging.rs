@@ -56,6 +56,8 @@ pub struct Database {
 	unprocessed: AtomicUsize,
 	/// Bytes of keys and values handed over since [`Database::take_handed_over_bytes`].
 	handed_over_bytes: AtomicU64,
+	/// Bytes of keys and values staged in `current` (the same key staged twice counts twice).
+	staged_bytes: AtomicU64,
 }
 
 fn empty_changes() -> Vec<Changes> {
@@ -72,6 +74,7 @@ impl Database {
 			hand_over: Mutex::new(()),
 			unprocessed: AtomicUsize::new(0),
 			handed_over_bytes: AtomicU64::new(0),
+			staged_bytes: AtomicU64::new(0),
 		}
 	}
 
@@ -106,10 +109,12 @@ impl Database {
 	/// Stage one batch. The caller holds the store's view lock exclusively, so readers see
 	/// all of the batch or none of it.
 	pub fn stage(&self, ops: Vec<(ColId, Vec<u8>, Option<Vec<u8>>)>) {
+		let bytes = ops_bytes(ops.iter().map(|(_, key, value)| (key, value)));
 		let mut staged = self.staged.write();
 		for (col, key, value) in ops {
 			staged.current[col as usize].insert(key, value);
 		}
+		self.staged_bytes.fetch_add(bytes, Ordering::Relaxed);
 		staged.batches += 1;
 		self.staged_keys.store(Self::count(&staged), Ordering::Release);
 	}
@@ -149,14 +154,11 @@ impl Database {
 			}
 			let changes = Arc::new(std::mem::replace(&mut staged.current, empty_changes()));
 			staged.batches = 0;
+			self.staged_bytes.store(0, Ordering::Relaxed);
 			staged.handing_over = Some(changes.clone());
 			changes
 		};
-		let bytes: usize = changes
-			.iter()
-			.flat_map(|changes| changes.iter())
-			.map(|(key, value)| key.len() + value.as_ref().map_or(0, Vec::len))
-			.sum();
+		let bytes = ops_bytes(changes.iter().flat_map(|changes| changes.iter()));
 		let ops = changes.iter().enumerate().flat_map(|(col, changes)| {
 			changes.iter().map(move |(key, value)| (col as ColId, key.as_slice(), value.clone()))
 		});
@@ -167,7 +169,7 @@ impl Database {
 		let mut replaced = None;
 		if committed.is_ok() {
 			self.unprocessed.fetch_add(1, Ordering::AcqRel);
-			self.handed_over_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+			self.handed_over_bytes.fetch_add(bytes, Ordering::Relaxed);
 			let done = staged.handing_over.take();
 			replaced = std::mem::replace(&mut staged.recent, done);
 		} else {
@@ -179,6 +181,7 @@ impl Database {
 				staged.current[col].extend(changes);
 			}
 			staged.batches += 1;
+			self.staged_bytes.fetch_add(bytes, Ordering::Relaxed);
 		}
 		self.staged_keys.store(Self::count(&staged), Ordering::Release);
 		drop(staged);
@@ -194,6 +197,13 @@ impl Database {
 		self.handed_over_bytes.load(Ordering::Relaxed)
 	}
 
+	/// Bytes of changes acknowledged and not yet applied to parity-db's tables: staged here,
+	/// or handed over since the last checkpoint (parity-db holds those in memory until a
+	/// checkpoint applies its log).
+	pub fn pending_bytes(&self) -> u64 {
+		self.staged_bytes.load(Ordering::Relaxed) + self.handed_over_bytes()
+	}
+
 	/// Reset [`Database::handed_over_bytes`] to zero.
 	pub fn take_handed_over_bytes(&self) -> u64 {
 		self.handed_over_bytes.swap(0, Ordering::Relaxed)
@@ -207,6 +217,11 @@ impl Database {
 		}
 		Ok(waiting)
 	}
+}
+
+/// Bytes of keys and values in `ops`.
+fn ops_bytes<'a>(ops: impl Iterator<Item = (&'a Vec<u8>, &'a Option<Vec<u8>>)>) -> u64 {
+	ops.map(|(key, value)| (key.len() + value.as_ref().map_or(0, Vec::len)) as u64).sum()
 }
 
 #[cfg(test)]

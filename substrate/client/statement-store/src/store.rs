@@ -127,6 +127,7 @@ impl Store {
 		snapshot.cache_misses = misses;
 		snapshot.cache_bytes =
 			(self.inner.cache.used_bytes() + self.inner.bodies.used_bytes()) as u64;
+		snapshot.pending_bytes = self.inner.writeback.pending_bytes();
 		snapshot.subscriptions = self.inner.subscriptions.len() as u64;
 		(snapshot.disk_free_bytes, snapshot.disk_low) = self.inner.disk.state();
 		snapshot
