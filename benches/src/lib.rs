@@ -9,6 +9,7 @@
 
 pub mod baseline;
 pub mod client;
+pub mod fill;
 pub mod fixture;
 pub mod latency;
 pub mod node;

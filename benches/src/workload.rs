@@ -29,6 +29,16 @@ pub struct Pair {
 	_dirs: (tempfile::TempDir, tempfile::TempDir),
 }
 
+/// Our store at `path`, with the benchmark's options and unlimited allowances.
+pub fn open_ours(path: &std::path::Path) -> Store {
+	Store::open(fixture::config(path), fixture::unlimited()).expect("open our store")
+}
+
+/// The baseline at `path`.
+pub fn open_baseline(path: &std::path::Path) -> RamIndexStore {
+	RamIndexStore::open(path).expect("open baseline")
+}
+
 impl Pair {
 	/// Both stores, empty.
 	pub fn empty() -> Pair {

@@ -5,11 +5,13 @@
 //!
 //! `--quick` measures 1k and 10k statements; the full run adds 50k. `--sizes 200k,1M` (numbers
 //! with an optional `k` or `M`, comma separated) measures those store sizes instead; the
-//! write-side figures always use 10k.
+//! write-side figures always use 10k. A second table gives what each fill cost besides time:
+//! bytes written to disk per statement from opening empty to closing, how long its background
+//! writes ran on after the last submit, the peak of changes held in memory, RSS growth.
 
-use statement_primitives::{Hash, Statement, StatementSource, StatementStore};
+use statement_primitives::{Hash, Statement, StatementSource, StatementStore, SubmitResult};
 use statement_store_benches::{
-	fixture,
+	fill, fixture,
 	workload::{self, Pair, Shared},
 };
 use std::{
@@ -38,19 +40,70 @@ struct Row {
 	baseline: Duration,
 }
 
-fn run_size(n: u32, statements: &[Statement], rows: &mut Vec<Row>) {
+/// A figure of the fills that is not a time: bytes, memory.
+struct FillRow {
+	figure: String,
+	ours: String,
+	baseline: String,
+	ratio: Option<f64>,
+}
+
+fn run_size(n: u32, statements: &[Statement], rows: &mut Vec<Row>, fills: &mut Vec<FillRow>) {
 	let pair = Pair::empty();
 	let label = |what: &str| format!("{what} ({}k)", n / 1000);
 
-	let submit_ours = measure(1, n as usize, |i| {
-		pair.ours.submit(statements[i].clone(), StatementSource::Local);
+	// One store fills and goes quiet before the other starts.
+	let submit_all = |store: &Shared| {
+		for statement in statements {
+			assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+		}
+	};
+	let ours_fill = fill::watch(|| submit_all(&pair.ours), || pair.ours.metrics().pending_bytes);
+	let base_fill = fill::watch(|| submit_all(&pair.baseline), || 0);
+	rows.push(Row {
+		figure: label("submit"),
+		ours: ours_fill.took / n,
+		baseline: base_fill.took / n,
 	});
-	let submit_base = measure(1, n as usize, |i| {
-		pair.baseline.submit(statements[i].clone(), StatementSource::Local);
+	// Bytes written: each store on its own, from opening empty through filling to closing,
+	// so that what one defers (the baseline applies its log only every 64 MiB) is counted.
+	let written = |ours: bool| {
+		let dir = tempfile::tempdir().expect("temp dir");
+		fill::written_by(|| {
+			if ours {
+				submit_all(&workload::open_ours(dir.path()));
+			} else {
+				submit_all(&workload::open_baseline(dir.path()));
+			}
+		})
+	};
+	let (ours_written, base_written) = (written(true), written(false));
+	let per = |bytes: u64| bytes / u64::from(n);
+	let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20));
+	fills.push(FillRow {
+		figure: label("bytes written per statement, open to close"),
+		ours: format!("{} B", per(ours_written)),
+		baseline: format!("{} B", per(base_written)),
+		ratio: Some(ours_written as f64 / base_written.max(1) as f64),
 	});
-	rows.push(Row { figure: label("submit"), ours: submit_ours, baseline: submit_base });
-	// Let both databases finish applying their logs in the background before timing reads.
-	std::thread::sleep(Duration::from_secs(2));
+	fills.push(FillRow {
+		figure: label("background writes after the last submit"),
+		ours: format!("{:.2} s", ours_fill.quiet_after.as_secs_f64()),
+		baseline: format!("{:.2} s", base_fill.quiet_after.as_secs_f64()),
+		ratio: None,
+	});
+	fills.push(FillRow {
+		figure: label("pending changes in memory, peak"),
+		ours: mib(ours_fill.pending_peak),
+		baseline: "-".into(),
+		ratio: None,
+	});
+	fills.push(FillRow {
+		figure: label("anonymous RSS growth while filling"),
+		ours: mib(ours_fill.anon_growth),
+		baseline: mib(base_fill.anon_growth),
+		ratio: Some(ours_fill.anon_growth as f64 / base_fill.anon_growth.max(1) as f64),
+	});
 	let (ours, baseline): (&Shared, &Shared) = (&pair.ours, &pair.baseline);
 
 	let hashes: Vec<Hash> = statements.iter().map(Statement::hash).collect();
@@ -246,9 +299,10 @@ fn main() {
 	eprintln!("signing {largest} statements...");
 	let statements = workload::signed(0, largest, &keys);
 	let mut rows = Vec::new();
+	let mut fills = Vec::new();
 	for &n in &sizes {
 		eprintln!("measuring {n} statements...");
-		run_size(n, &statements[..n as usize], &mut rows);
+		run_size(n, &statements[..n as usize], &mut rows, &mut fills);
 	}
 	eprintln!("measuring writes, maintenance and contention over 10k statements...");
 	run_writes(&statements[..10_000], &mut rows, quick);
@@ -257,6 +311,13 @@ fn main() {
 	for row in &rows {
 		let ratio = row.ours.as_secs_f64() / row.baseline.as_secs_f64().max(1e-12);
 		println!("| {} | {:?} | {:?} | {ratio:.2}x |", row.figure, row.ours, row.baseline);
+	}
+	println!();
+	println!("| filling the store | ours | baseline | ours / baseline |");
+	println!("|---|---|---|---|");
+	for row in &fills {
+		let ratio = row.ratio.map_or("-".into(), |ratio| format!("{ratio:.2}x"));
+		println!("| {} | {} | {} | {ratio} |", row.figure, row.ours, row.baseline);
 	}
 	let json: Vec<String> = rows
 		.iter()
@@ -270,7 +331,20 @@ fn main() {
 			)
 		})
 		.collect();
-	println!("{{\"quick\":{quick},\"results\":[{}]}}", json.join(","));
+	let fill_json: Vec<String> = fills
+		.iter()
+		.map(|row| {
+			format!(
+				"{{\"figure\":\"{}\",\"ours\":\"{}\",\"baseline\":\"{}\"}}",
+				row.figure, row.ours, row.baseline
+			)
+		})
+		.collect();
+	println!(
+		"{{\"quick\":{quick},\"results\":[{}],\"fills\":[{}]}}",
+		json.join(","),
+		fill_json.join(",")
+	);
 }
 
 #[cfg(test)]
