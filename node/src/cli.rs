@@ -207,8 +207,10 @@ pub struct RunCmd {
 	/// `*.damaged` instead of refusing to start.
 	#[arg(long)]
 	pub statement_store_skip_intent_gaps: bool,
-	/// fsync every change before acknowledging it, so that acknowledged statements survive
-	/// power loss, not only a crash of the node. Costs an fsync per submit.
+	/// fsync every change before acknowledging it and sync the database's tables at every
+	/// checkpoint, so that acknowledged statements survive power loss, not only a crash of
+	/// the node. Costs an fsync per submit. Without it, a power failure can leave the
+	/// database needing `statement-node repair`.
 	#[arg(long)]
 	pub statement_store_sync_wal: bool,
 	/// P2P port: listen for peers on TCP `/ip4/0.0.0.0/tcp/PORT` (and `/ip6/::/tcp/PORT`)

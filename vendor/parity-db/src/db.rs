@@ -61,7 +61,7 @@ const MAX_LOG_QUEUE_BYTES: i64 = 128 * 1024 * 1024;
 const MIN_LOG_SIZE_BYTES: u64 = 64 * 1024 * 1024;
 // Number of log files to keep after flush when sync mode is disabled. Give the database some chance
 // to recover in case of crash.
-const KEEP_LOGS: usize = 16;
+pub(crate) const KEEP_LOGS: usize = 16;
 // Hard limit on the number of log files in sync mode. The number of log may grow while existing
 // logs are waiting on fsync. Commits will be throttled if total number of log files exceeds this
 // number.
@@ -1290,7 +1290,11 @@ impl DbInner {
 					log::debug!(target: "parity-db", "Log queue size: {} bytes", *queue);
 				}
 
-				let max_logs = if self.options.sync_data { MAX_LOG_FILES } else { KEEP_LOGS };
+				let max_logs = if self.options.sync_data {
+					MAX_LOG_FILES
+				} else {
+					self.options.keep_logs.max(MAX_LOG_FILES)
+				};
 				let dirty_logs = self.log.num_dirty_logs();
 				if !validation_mode {
 					while !self.shutdown.load(Ordering::Relaxed) &&
@@ -1317,7 +1321,7 @@ impl DbInner {
 	}
 
 	fn clean_logs(&self) -> Result<bool> {
-		let keep_logs = if self.options.sync_data { 0 } else { KEEP_LOGS };
+		let keep_logs = if self.options.sync_data { 0 } else { self.options.keep_logs };
 		let num_cleanup = self.log.num_dirty_logs();
 		let result = if num_cleanup > keep_logs {
 			if self.options.sync_data {
@@ -1333,9 +1337,11 @@ impl DbInner {
 		Ok(result)
 	}
 
-	fn clean_all_logs(&self) -> Result<()> {
-		for c in self.columns.iter() {
-			c.flush()?;
+	fn clean_all_logs(&self, flush: bool) -> Result<()> {
+		if flush {
+			for c in self.columns.iter() {
+				c.flush()?;
+			}
 		}
 		let num_cleanup = self.log.num_dirty_logs();
 		self.log.clean_logs(num_cleanup)?;
@@ -1383,7 +1389,7 @@ impl DbInner {
 		while self.enact_logs(false)? {}
 		self.flush_logs(0)?;
 		while self.enact_logs(false)? {}
-		self.clean_all_logs()?;
+		self.clean_all_logs(true)?;
 		self.log.kill_logs()?;
 		if self.options.stats {
 			let mut path = self.options.path.clone();
@@ -1499,7 +1505,9 @@ impl Db {
 			return Err(e)
 		} else {
 			db.log.clear_replay_logs();
-			db.clean_all_logs()?;
+			// Without `sync_data` the tables are not synced anywhere else either: opening
+			// does not sync what this process did not write. (statement-store patch)
+			db.clean_all_logs(db.options.sync_data)?;
 			db.log.kill_logs()?;
 		}
 		db.init_table_data()?;
@@ -2463,6 +2471,7 @@ mod tests {
 				path: path.into(),
 				sync_wal: true,
 				sync_data: true,
+				keep_logs: KEEP_LOGS,
 				stats: true,
 				salt: None,
 				columns: (0..num_columns).map(|_| Default::default()).collect(),

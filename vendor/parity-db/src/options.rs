@@ -30,6 +30,9 @@ pub struct Options {
 	/// fsync/msync data to disk before removing logs. Provides crash resistance guarantee.
 	/// On by default.
 	pub sync_data: bool,
+	/// Without `sync_data`: how many applied log files to keep, and replay after a crash.
+	/// 16 by default. (Patched in by statement-store, see `vendor/README.md`.)
+	pub keep_logs: usize,
 	/// Collect database statistics. May have effect on performance.
 	pub stats: bool,
 	/// Override salt value. If `None` is specified salt is loaded from metadata
@@ -176,6 +179,7 @@ impl Options {
 			path: path.into(),
 			sync_wal: true,
 			sync_data: true,
+			keep_logs: crate::db::KEEP_LOGS,
 			stats: true,
 			salt: None,
 			columns: (0..num_columns).map(|_| Default::default()).collect(),

@@ -60,8 +60,11 @@ pub struct Config {
 	pub body_cache_bytes: usize,
 	/// Longest one maintenance slice may run before yielding to submits.
 	pub maintenance_budget: Duration,
-	/// fsync the log before acknowledging each change, so that acknowledged changes survive
-	/// power loss, not only a process crash. Off by default: it costs an fsync per submit.
+	/// fsync the log before acknowledging each change, and msync the tables at every
+	/// checkpoint, so that acknowledged changes survive power loss, not only a process
+	/// crash. Off by default: it costs an fsync per submit. Without it, the kernel writes
+	/// the tables out in its own time, and a power failure (not a crash of the process) can
+	/// leave the database damaged: `check` finds it and `repair` rebuilds the indexes.
 	pub sync_wal: bool,
 	/// When the intent log lacks batches the database does not hold either (an intent file
 	/// removed by hand, or damaged records), redo the intact batches and keep the intent files
@@ -75,12 +78,11 @@ pub struct Config {
 	/// it to the tables; a checkpoint also runs early after [`Config::checkpoint_bytes`].
 	pub checkpoint_period: Duration,
 	/// Bytes of changes after which a checkpoint runs before its period is up. parity-db
-	/// holds what it has not applied in memory, and after a crash replays the last 16
-	/// applied log files (one per checkpoint) besides: so this bounds both. Without
-	/// [`Config::sync_wal`] a checkpoint writes to the tables' page cache and leaves writing
-	/// them out to the kernel, so small checkpoints cost little. With it, each checkpoint
-	/// also msyncs every table (dirty pages of the hash indexes are scattered, so each one
-	/// writes up to tens of MiB): consider a larger value there.
+	/// holds what it has not applied in memory and replays it after a crash, so this bounds
+	/// both. Without [`Config::sync_wal`] a checkpoint writes to the tables' page cache and
+	/// leaves writing them out to the kernel, so small checkpoints cost little. With it,
+	/// each checkpoint also msyncs every table (dirty pages of the hash indexes are
+	/// scattered, so each one writes up to tens of MiB): consider a larger value there.
 	pub checkpoint_bytes: u64,
 	/// Admissions plus removals after which maintenance writes a membership snapshot; after
 	/// a crash, opening reads the snapshot and at most about this many journal entries.

@@ -70,7 +70,11 @@ pub fn removal_segment_key(segment: u64) -> Vec<u8> {
 pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 	let mut options = Options::with_columns(path, COLUMNS);
 	options.sync_wal = sync_wal;
+	// Without sync_wal the store promises to survive the process being killed, which the
+	// page cache already gives: parity-db then neither msyncs its tables nor keeps applied
+	// log files to replay (see `writeback`).
 	options.sync_data = sync_wal;
+	options.keep_logs = 0;
 	options.stats = false;
 	// The store drives parity-db's log from its own thread (see `writeback`), so that it knows
 	// which intent-log batches parity-db has written.
@@ -335,6 +339,15 @@ mod tests {
 		let firsts: std::collections::HashSet<[u8; 8]> =
 			(0..10_000u64).map(|id| body_key(id)[..8].try_into().unwrap()).collect();
 		assert_eq!(firsts.len(), 10_000);
+	}
+
+	#[test]
+	fn a_record_encoding_starts_with_its_id() {
+		let mut statement = Statement::new();
+		statement.set_topic(0, Topic([4; 32]));
+		statement.set_plain_data(vec![1, 2, 3]);
+		let record = Record::new(0x0102_0304_0506_0708, [9; 32], &statement, 40);
+		assert_eq!(le_u64_prefix(&record.encode()), Some(0x0102_0304_0506_0708));
 	}
 
 	#[test]

@@ -11,13 +11,17 @@
 //!   tables, which frees the memory parity-db held for it.
 //!
 //! Disk writes. Without `sync_wal` parity-db runs with `sync_data` off: applying a log file
-//! writes into the tables' page cache and the kernel writes the pages out in its own time;
-//! parity-db keeps the last 16 applied log files and replays them after a crash, so small
-//! checkpoints keep that replay short. Msyncing the tables at every checkpoint (as parity-db
-//! does with `sync_data` on, which `sync_wal` keeps for power-loss durability) writes each
-//! dirty page of the hash indexes once per checkpoint: their pages are hit at random, so
-//! filling 200,000 statements wrote ~4.8 KB a statement that way, against ~1.5 KB now (the
-//! baseline writes 0.66 KB; see benches/README.md).
+//! writes into the tables' page cache, the kernel writes the pages out in its own time, and
+//! an applied log file is emptied at once (parity-db would keep 16 and replay them all after
+//! a crash; a vendored patch makes that `keep_logs = 0`, see `vendor/README.md`). A killed
+//! process loses nothing: the page cache holds what was applied, and opening replays only
+//! the files not yet applied and does not msync what it did not write (the same patch). With
+//! `sync_wal`, each checkpoint also msyncs the tables before emptying the files, as
+//! parity-db does by default, so that power loss leaves consistent tables. Msyncing at every
+//! checkpoint writes each dirty page of the hash indexes once per checkpoint, and their pages
+//! are hit at random: filling 200,000 statements wrote ~4.8 KB a statement that way, against
+//! ~1.2 KB now (the baseline, parity-db's defaults with its own threads, ~0.66 KB while its
+//! log is still unapplied; see benches/README.md).
 //!
 //! Writers push back: past 4,096 staged batches or 24 MiB handed over and not applied, the
 //! writer does the background work itself ([`Writeback::relieve`]), so a burst waits instead
@@ -302,8 +306,8 @@ mod tests {
 		statement
 	}
 
-	/// parity-db log files holding records: the 16 applied ones it keeps for a crash, the
-	/// one being written, and any closed and not yet applied.
+	/// parity-db log files holding records: the one being written, and any closed and not
+	/// yet applied (applied ones are emptied at once: see `schema::db_options`).
 	fn log_files(dir: &std::path::Path) -> usize {
 		std::fs::read_dir(dir)
 			.unwrap()
@@ -352,9 +356,10 @@ mod tests {
 		drainer.join().unwrap();
 		// Each checkpoint closes one log file and applies at least one: none pile up. (It
 		// used to close two and apply one, so under a stream they grew by one a checkpoint,
-		// and parity-db held each in memory until the stream stopped.)
+		// and parity-db held each in memory until the stream stopped.) Nor are applied ones
+		// kept: a crash would replay them all (parity-db keeps 16 by default).
 		let files = log_files(dir.path());
-		assert!(files <= 16 + 3, "{files} log files after 60 checkpoints");
+		assert!(files <= 3, "{files} log files after 60 checkpoints");
 		store.inner.writeback.checkpoint().unwrap();
 		assert_eq!(store.inner.writeback.pending_bytes(), 0);
 		assert_eq!(store.len(), submitted);
