@@ -74,7 +74,12 @@ impl Store {
 	}
 
 	fn maintain_until(&self, deadline: Instant, report: &mut MaintenanceReport) -> Result<()> {
-		let (expired, done) = drain(deadline, || self.expire_slice())?;
+		// Once per call, so that every walk below sees everything admitted before it; the
+		// walks then read parity-db's indexes as they stand and skip what their own earlier
+		// slices removed (see `expire_slice`), instead of handing over before every slice.
+		self.inner.db.hand_over()?;
+		let mut cursor = None;
+		let (expired, done) = drain(deadline, || self.expire_slice(&mut cursor))?;
 		report.expired = expired;
 		if !done {
 			report.incomplete = true;
@@ -100,26 +105,51 @@ impl Store {
 		}
 	}
 
-	/// Remove up to one slice of statements whose expiry second has passed.
-	fn expire_slice(&self) -> Result<usize> {
+	/// Remove up to one slice of statements whose expiry second has passed, walking the
+	/// expiry index from `cursor` (the last key an earlier slice of this call removed) and
+	/// moving it on.
+	///
+	/// The walk reads parity-db's index as it stands, without first handing the staged
+	/// batches over (a parity-db commit on this thread for every slice, which cost more than
+	/// the removals): the call handed over once before its first slice, entries the staged
+	/// batches removed since are skipped, and statements admitted since are left to the next
+	/// call.
+	fn expire_slice(&self, cursor: &mut Option<Vec<u8>>) -> Result<usize> {
 		let inner = &self.inner;
 		let now = inner.config.clock.now();
 		inner.write(|batch| {
-			let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
-			iter.seek_to_first()?;
+			let mut iter = inner.db.iter_behind(schema::COL_EXPIRY)?;
+			match cursor.as_deref() {
+				Some(after) => iter.seek(after)?,
+				None => iter.seek_to_first()?,
+			}
 			let ban_until = inner.ban_until();
 			let mut removed = 0;
 			while removed < SLICE {
 				let Some((key, value)) = iter.next()? else { break };
+				if cursor.as_deref() == Some(key.as_slice()) {
+					continue;
+				}
 				let expiry =
 					schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_EXPIRY, "key"))?;
 				if expiry >> 32 >= now {
 					break;
 				}
+				if let Some(None) = inner.db.staged(schema::COL_EXPIRY, &key) {
+					continue;
+				}
 				let hash =
 					schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
-				let record = inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+				let Some(record) = inner.record(&hash)? else {
+					// Removed by a batch the staged layers no longer hold (handed over while
+					// this walk ran) is fine; an entry without its record is not.
+					if inner.db.get(schema::COL_EXPIRY, &key)?.is_none() {
+						continue;
+					}
+					return Err(bad(schema::COL_HASH, "record"));
+				};
 				batch.remove(&hash, &record, Some(ban_until))?;
+				*cursor = Some(key);
 				removed += 1;
 			}
 			Ok(removed)
@@ -189,7 +219,9 @@ impl Store {
 		let inner = &self.inner;
 		let now = inner.config.clock.now();
 		inner.write(|batch| {
-			let mut iter = inner.db.iter(schema::COL_BAN_ORDER)?;
+			// As the expiry walk: parity-db's index as it stands, skipping what the staged
+			// batches lifted.
+			let mut iter = inner.db.iter_behind(schema::COL_BAN_ORDER)?;
 			iter.seek_to_first()?;
 			let mut purged = 0;
 			while purged < SLICE {
@@ -198,6 +230,9 @@ impl Store {
 					schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
 				if until > now {
 					break;
+				}
+				if let Some(None) = inner.db.staged(schema::COL_BAN_ORDER, &key) {
+					continue;
 				}
 				let hash =
 					schema::array32(&key[8..]).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
@@ -214,7 +249,9 @@ impl Store {
 		let inner = &self.inner;
 		let mut cursor = inner.allowance_cursor.lock();
 		inner.write(|batch| {
-			let mut accounts = inner.db.iter(schema::COL_USAGE)?;
+			// Accounts as parity-db has them (one first seen since the call began is checked
+			// next round); each account's usage as the staged batches left it.
+			let mut accounts = inner.db.iter_behind(schema::COL_USAGE)?;
 			match &*cursor {
 				Some(last) => {
 					let mut next = last.to_vec();
@@ -229,6 +266,11 @@ impl Store {
 			while let Some((key, value)) = accounts.next()? {
 				let account: AccountId =
 					schema::array32(&key).ok_or_else(|| bad(schema::COL_USAGE, "key"))?;
+				let value = match inner.db.staged(schema::COL_USAGE, &key) {
+					Some(Some(staged)) => staged,
+					Some(None) => continue,
+					None => value,
+				};
 				let usage: Usage = schema::decode_value(schema::COL_USAGE, &value)?;
 				let allowance = inner.allowances.allowance(&account)?.unwrap_or_default();
 				let (mut count, mut size) = (u64::from(usage.count), usage.data_size);

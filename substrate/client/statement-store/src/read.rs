@@ -71,15 +71,16 @@ impl Store {
 	/// The stored statement with this hash, its body checked against the hash.
 	pub(crate) fn stored_statement(&self, hash: &Hash) -> Result<Option<Statement>> {
 		let _view = self.inner.view.read();
-		let Some(record) = self.inner.record(hash)? else { return Ok(None) };
-		let body = match self.inner.bodies.get(record.id) {
-			Some(body) => body.to_vec(),
-			None => match self.inner.body_from_disk(record.id, Some(hash))? {
-				Some(body) => body,
-				None => return Ok(None),
-			},
-		};
-		Ok(self.inner.decode_body(&body).ok())
+		let Some(id) = self.inner.record_id(hash)? else { return Ok(None) };
+		if let Some(body) = self.inner.bodies.get(id) {
+			return Ok(self.inner.decode_body(&body).ok());
+		}
+		let Some(body) = self.inner.body_from_disk(id, Some(hash))? else { return Ok(None) };
+		let statement = self.inner.decode_body(&body).ok();
+		// Kept like a query's bodies: whoever asks for a statement by hash (a peer, an app
+		// following a subscription) tends to ask again.
+		self.inner.bodies.insert(id, &body);
+		Ok(statement)
 	}
 
 	pub(crate) fn decrypt(&self, dest: &DecryptionKey, statement: &Statement) -> Option<Vec<u8>> {
@@ -214,6 +215,16 @@ impl Inner {
 	pub fn decode_body(&self, body: &[u8]) -> Result<Statement> {
 		Statement::from_bytes(body)
 			.map_err(|err| Error::BadValue { column: schema::COL_BODY, detail: err.to_string() })
+	}
+
+	/// The id of a stored statement, read from the front of its record without decoding
+	/// the rest (the record's SCALE encoding starts with the id).
+	pub fn record_id(&self, hash: &Hash) -> Result<Option<Id>> {
+		let Some(bytes) = self.db.get(schema::COL_HASH, hash)? else { return Ok(None) };
+		schema::le_u64_prefix(&bytes).map(Some).ok_or_else(|| Error::BadValue {
+			column: schema::COL_HASH,
+			detail: "record shorter than its id".into(),
+		})
 	}
 
 	/// The record of a stored statement.

@@ -86,23 +86,40 @@ impl Database {
 
 	/// The value of `key` in `col`: staged, or from parity-db.
 	pub fn get(&self, col: ColId, key: &[u8]) -> Result<Option<Vec<u8>>> {
-		if self.staged_keys.load(Ordering::Acquire) != 0 {
-			let staged = self.staged.read();
-			if let Some(value) = staged.current[col as usize].get(key) {
-				return Ok(value.clone());
-			}
-			for layer in [&staged.handing_over, &staged.recent].into_iter().flatten() {
-				if let Some(value) = layer[col as usize].get(key) {
-					return Ok(value.clone());
-				}
-			}
+		match self.staged(col, key) {
+			Some(value) => Ok(value),
+			None => crate::error::catch_db_panic(|| Ok(self.db.get(col, key)?)),
 		}
-		crate::error::catch_db_panic(|| Ok(self.db.get(col, key)?))
+	}
+
+	/// What the staged batches (and the last hand-over) say about `key` in `col`: `None` if
+	/// none of them touches it, else its newest value there (`Some(None)`: removed).
+	pub fn staged(&self, col: ColId, key: &[u8]) -> Option<Option<Vec<u8>>> {
+		if self.staged_keys.load(Ordering::Acquire) == 0 {
+			return None;
+		}
+		let staged = self.staged.read();
+		if let Some(value) = staged.current[col as usize].get(key) {
+			return Some(value.clone());
+		}
+		let found = [&staged.handing_over, &staged.recent]
+			.into_iter()
+			.flatten()
+			.find_map(|layer| layer[col as usize].get(key).cloned());
+		found
 	}
 
 	/// An ordered iterator over `col`, which sees every change staged so far.
 	pub fn iter(&self, col: ColId) -> Result<parity_db::BTreeIterator<'_>> {
 		self.hand_over()?;
+		Ok(self.db.iter(col)?)
+	}
+
+	/// An ordered iterator over what parity-db holds of `col`, without handing the staged
+	/// batches over first (which costs the caller a parity-db commit): it may show keys the
+	/// staged batches removed, so the caller checks [`Database::staged`], and it misses keys
+	/// they added.
+	pub fn iter_behind(&self, col: ColId) -> Result<parity_db::BTreeIterator<'_>> {
 		Ok(self.db.iter(col)?)
 	}
 
