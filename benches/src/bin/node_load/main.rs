@@ -29,6 +29,7 @@ mod ceiling;
 mod data;
 mod load;
 mod report;
+mod soak;
 mod watch;
 mod window;
 
@@ -75,6 +76,8 @@ struct Args {
 	connections: Vec<usize>,
 	threads: usize,
 	perf: Option<PathBuf>,
+	/// `--soak N`: only submit N statements and watch the node's memory.
+	soak: Option<usize>,
 }
 
 impl Args {
@@ -86,6 +89,7 @@ impl Args {
 			connections: vec![1, 8, 32],
 			threads: cores,
 			perf: None,
+			soak: None,
 		};
 		let seconds = |arg: &str, text: String| {
 			let value: f64 = number(arg, text)?;
@@ -111,9 +115,11 @@ impl Args {
 					}
 				}
 				"--perf" => parsed.perf = Some(PathBuf::from(value()?)),
+				"--soak" => parsed.soak = Some(number(&arg, value()?)?),
 				"-h" | "--help" => {
 					return Err("usage: node_load [--node PATH] [--seconds S] [--warm-up S] \
-						[--connections 1,8,32] [--threads N] [--quick] [--perf PREFIX]"
+						[--connections 1,8,32] [--threads N] [--quick] [--perf PREFIX] \
+						[--soak N]"
 						.into())
 				}
 				other => return Err(format!("unknown option {other:?} (try --help)")),
@@ -172,7 +178,11 @@ impl Ceilings {
 }
 
 fn main() -> ExitCode {
-	match Args::parse(std::env::args().skip(1)).and_then(run) {
+	let outcome = Args::parse(std::env::args().skip(1)).and_then(|args| match args.soak {
+		Some(count) => soak::run(&args, count),
+		None => run(args),
+	});
+	match outcome {
 		Ok(()) => ExitCode::SUCCESS,
 		Err(message) => {
 			eprintln!("node_load: {message}");
