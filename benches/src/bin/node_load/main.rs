@@ -234,19 +234,8 @@ fn run(args: Args) -> Result<(), String> {
 		println!("in-process {name} ran out of statements: its rate is a floor");
 	}
 
-	let dir = tempfile::Builder::new()
-		.prefix("node-load")
-		.tempdir()
-		.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
-	let chain_spec = dir.path().join("spec.json");
-	node::write_chain_spec(&chain_spec, &accounts)?;
-	let launch = Launch { binary, base_path: dir.path().join("base"), chain_spec };
-	let (node, _) = launch.start()?;
+	let (_dir, node, runtime) = start_node(binary, &accounts, "node-load")?;
 	println!("node pid {}, JSON-RPC port {}\n", node.pid(), node.port);
-	let runtime = tokio::runtime::Builder::new_multi_thread()
-		.enable_all()
-		.build()
-		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
 	let memory = MemoryWatch::start(node.pid());
 	let mut run = NodeRun {
 		args: &args,
@@ -285,6 +274,29 @@ fn run(args: Args) -> Result<(), String> {
 		started.elapsed().as_secs_f64()
 	);
 	Ok(())
+}
+
+/// The node `binary` in a new temporary directory (named with `prefix`; it goes when the
+/// returned handle drops), with a chain spec giving `accounts` unlimited allowances, and an
+/// async runtime for the clients.
+fn start_node(
+	binary: PathBuf,
+	accounts: &[[u8; 32]],
+	prefix: &str,
+) -> Result<(tempfile::TempDir, node::Node, tokio::runtime::Runtime), String> {
+	let dir = tempfile::Builder::new()
+		.prefix(prefix)
+		.tempdir()
+		.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
+	let chain_spec = dir.path().join("spec.json");
+	node::write_chain_spec(&chain_spec, accounts)?;
+	let launch = Launch { binary, base_path: dir.path().join("base"), chain_spec };
+	let (node, _) = launch.start()?;
+	let runtime = tokio::runtime::Builder::new_multi_thread()
+		.enable_all()
+		.build()
+		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
+	Ok((dir, node, runtime))
 }
 
 /// `/proc/loadavg`'s first three fields.

@@ -18,11 +18,7 @@ use crate::{
 	Args,
 };
 use sp_core::Pair;
-use statement_store_benches::{
-	client::Transport,
-	fixture,
-	node::{self, Launch},
-};
+use statement_store_benches::{client::Transport, fixture, node};
 use std::time::{Duration, Instant};
 
 /// Connections sending.
@@ -42,18 +38,7 @@ pub fn run(args: &Args, count: usize) -> Result<(), String> {
 	let mut stash = Stash::new(keys);
 	eprintln!("signing {count} statements...");
 	stash.top_up(count);
-	let dir = tempfile::Builder::new()
-		.prefix("node-soak")
-		.tempdir()
-		.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
-	let chain_spec = dir.path().join("spec.json");
-	node::write_chain_spec(&chain_spec, &accounts)?;
-	let launch = Launch { binary, base_path: dir.path().join("base"), chain_spec };
-	let (node, _) = launch.start()?;
-	let runtime = tokio::runtime::Builder::new_multi_thread()
-		.enable_all()
-		.build()
-		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
+	let (_dir, node, runtime) = crate::start_node(binary, &accounts, "node-soak")?;
 	let memory = MemoryWatch::start(node.pid());
 	memory.set_phase("submitting");
 	let feed = stash.lend();
