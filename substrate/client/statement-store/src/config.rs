@@ -118,7 +118,7 @@ pub const DEFAULT_CHECKPOINT_BYTES: u64 = 1024 * 1024;
 pub const DEFAULT_SNAPSHOT_CHANGES: u64 = 100_000;
 /// Or every ten minutes when anything changed.
 pub const DEFAULT_SNAPSHOT_PERIOD: Duration = Duration::from_secs(600);
-/// 128 MiB of disk kept free: two checkpoints' worth of changes and room to spare.
+/// 128 MiB of disk kept free: what parity-db's log and a checkpoint need, and room to spare.
 pub const DEFAULT_MIN_FREE_BYTES: u64 = 128 * 1024 * 1024;
 /// 16 MiB of statement bodies (about 40,000 statements of 256 data bytes).
 pub const DEFAULT_BODY_CACHE_BYTES: usize = 16 * 1024 * 1024;

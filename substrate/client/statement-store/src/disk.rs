@@ -6,14 +6,15 @@
 //! thread measures the free space of the database's file system every time it runs (every
 //! 50 ms), and while it is below [`crate::Config::min_free_bytes`] submits are refused with
 //! [`crate::Error::DiskFull`]. Reads, removals, maintenance and checkpoints go on: they free
-//! space, or write only into the reserve (a checkpoint applies at most
-//! [`crate::Config::checkpoint_bytes`] of changes). When space returns (a quarter of the
+//! space, or write only into the reserve (a checkpoint applies what was handed to parity-db
+//! since the last one, about [`crate::Config::checkpoint_bytes`], and writers wait past 24 MiB
+//! pending). When space returns (a quarter of the
 //! reserve more than the reserve, so that submits do not flap), submits resume by themselves.
 //!
 //! Between two measurements every committed batch counts its bytes off the last figure
 //! (three times over: the intent log, parity-db's log and its tables), so a fast stream is
 //! refused before the next measurement rather than after; the default reserve (128 MiB)
-//! leaves room for two checkpoints.
+//! holds what can be pending several times over.
 
 use crate::Error;
 use std::{
