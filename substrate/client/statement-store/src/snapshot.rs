@@ -15,7 +15,7 @@ pub const SNAPSHOT_FILE: &str = "membership.snapshot";
 impl Store {
 	/// Write the membership snapshot now, so that opening after a crash starts from it
 	/// instead of walking the journal. [`Store::maintain`] calls this when one is due (see
-	/// [`Config::snapshot_changes`]); submits wait only while the set is copied.
+	/// [`crate::Config::snapshot_changes`]); submits wait only while the set is copied.
 	pub fn write_snapshot(&self) -> Result<()> {
 		let inner = &self.inner;
 		let started = std::time::Instant::now();
