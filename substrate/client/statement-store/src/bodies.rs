@@ -75,7 +75,14 @@ impl BodyCache {
 	/// Keep `body`, just read from disk.
 	pub fn insert(&self, id: Id, body: &[u8]) {
 		if self.enabled {
-			self.shard(id).0.write().insert(id, Arc::from(body));
+			self.insert_shared(id, Arc::from(body));
+		}
+	}
+
+	/// Keep `body`, already shared.
+	pub fn insert_shared(&self, id: Id, body: Arc<[u8]>) {
+		if self.enabled {
+			self.shard(id).0.write().insert(id, body);
 		}
 	}
 

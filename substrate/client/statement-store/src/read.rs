@@ -41,18 +41,21 @@ impl Store {
 		Ok(ids)
 	}
 
-	/// For each matching statement, `map` of its encoding and decoded form.
+	/// For each matching statement, `map` of its encoding and decoded form. Bodies are taken
+	/// one at a time, shared with the body cache, so that an answer of many statements does
+	/// not first copy every encoding (the callers that return data never need it).
 	pub(crate) fn query<T>(
 		&self,
 		key: Option<DecryptionKey>,
 		topics: &[Topic],
-		mut map: impl FnMut(Vec<u8>, Statement) -> Option<T>,
+		mut map: impl FnMut(&[u8], Statement) -> Option<T>,
 	) -> Result<Vec<T>> {
 		crate::error::catch_db_panic(|| {
 			let _view = self.inner.view.read();
 			let ids = self.match_all(key, topics)?;
 			let mut out = Vec::with_capacity(ids.len());
-			for body in self.inner.bodies(&ids)? {
+			for &id in &ids {
+				let Some(body) = self.inner.shared_body(id)? else { continue };
 				// Checked against its hash when read from disk, so this only fails for a
 				// statement written by a build with another notion of validity: left out.
 				let Ok(statement) = self.inner.decode_body(&body) else { continue };
@@ -60,7 +63,7 @@ impl Store {
 				if !carries(&statement, key, topics) {
 					continue;
 				}
-				if let Some(item) = map(body, statement) {
+				if let Some(item) = map(&body, statement) {
 					out.push(item);
 				}
 			}
@@ -153,19 +156,15 @@ impl Inner {
 		Ok(ids)
 	}
 
-	/// Encodings of these ids, leaving out quarantined ones (see [`Inner::body_from_disk`]).
-	pub fn bodies(&self, ids: &[Id]) -> Result<Vec<Vec<u8>>> {
-		ids.iter().filter_map(|id| self.body(*id).transpose()).collect()
-	}
-
-	/// The encoding of an indexed id, from the body cache or read and kept there; `None` if
-	/// it is quarantined.
-	pub fn body(&self, id: Id) -> Result<Option<Vec<u8>>> {
+	/// The encoding of an indexed id, from the body cache or read and kept there (shared
+	/// with the cache, not copied); `None` if it is quarantined.
+	pub fn shared_body(&self, id: Id) -> Result<Option<Arc<[u8]>>> {
 		if let Some(body) = self.bodies.get(id) {
-			return Ok(Some(body.to_vec()));
+			return Ok(Some(body));
 		}
 		let Some(body) = self.body_from_disk(id, None)? else { return Ok(None) };
-		self.bodies.insert(id, &body);
+		let body: Arc<[u8]> = Arc::from(body);
+		self.bodies.insert_shared(id, body.clone());
 		Ok(Some(body))
 	}
 

@@ -199,7 +199,7 @@ impl StatementStore for Store {
 	}
 
 	fn broadcasts_stmt(&self, topics: &[Topic]) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(None, topics, |body, _| Some(body))?)
+		Ok(self.query(None, topics, |body, _| Some(body.to_vec()))?)
 	}
 
 	fn posted_stmt(
@@ -207,7 +207,7 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(Some(dest), topics, |body, _| Some(body))?)
+		Ok(self.query(Some(dest), topics, |body, _| Some(body.to_vec()))?)
 	}
 
 	fn posted_clear_stmt(
@@ -215,10 +215,12 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(Some(dest), topics, |mut body, statement| {
+		Ok(self.query(Some(dest), topics, |body, statement| {
 			let clear = self.decrypt(&dest, &statement)?;
-			body.extend_from_slice(&clear);
-			Some(body)
+			let mut out = Vec::with_capacity(body.len() + clear.len());
+			out.extend_from_slice(body);
+			out.extend_from_slice(&clear);
+			Some(out)
 		})?)
 	}
 
