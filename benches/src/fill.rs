@@ -77,17 +77,12 @@ pub fn watch(fill: impl FnOnce(), pending: impl Fn() -> u64 + Sync) -> FillRepor
 	let ended = Instant::now();
 	let mut last = written_bytes().unwrap_or(0);
 	let mut last_change = ended;
-	loop {
+	while last_change.elapsed() < QUIET && ended.elapsed() < PATIENCE {
 		std::thread::sleep(Duration::from_millis(20));
 		let now = written_bytes().unwrap_or(0);
 		if now != last || pending() > 0 {
 			last = now;
 			last_change = Instant::now();
-		} else if last_change.elapsed() >= QUIET || ended.elapsed() >= PATIENCE {
-			break;
-		}
-		if ended.elapsed() >= PATIENCE {
-			break;
 		}
 	}
 	report.quiet_after = last_change.duration_since(ended);
