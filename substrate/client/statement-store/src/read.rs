@@ -54,8 +54,13 @@ impl Store {
 			let _view = self.inner.view.read();
 			let ids = self.match_all(key, topics)?;
 			let mut out = Vec::with_capacity(ids.len());
+			// An answer larger than the cache would evict its own first bodies before the
+			// next call asks for them again, and every call would read every body from disk:
+			// one call keeps at most half the cache, so a repeated large answer finds that
+			// half still cached.
+			let mut keep = self.inner.bodies.budget() / 2;
 			for &id in &ids {
-				let Some(body) = self.inner.shared_body(id)? else { continue };
+				let Some(body) = self.inner.shared_body(id, &mut keep)? else { continue };
 				// Checked against its hash when read from disk, so this only fails for a
 				// statement written by a build with another notion of validity: left out.
 				let Ok(statement) = self.inner.decode_body(&body) else { continue };
@@ -156,15 +161,20 @@ impl Inner {
 		Ok(ids)
 	}
 
-	/// The encoding of an indexed id, from the body cache or read and kept there (shared
-	/// with the cache, not copied); `None` if it is quarantined.
-	pub fn shared_body(&self, id: Id) -> Result<Option<Arc<[u8]>>> {
+	/// The encoding of an indexed id, from the body cache or read from disk (shared with the
+	/// cache, not copied); `None` if it is quarantined. A body read from disk is kept in the
+	/// cache while its weight fits in `keep`, which it is taken from.
+	pub fn shared_body(&self, id: Id, keep: &mut usize) -> Result<Option<Arc<[u8]>>> {
 		if let Some(body) = self.bodies.get(id) {
 			return Ok(Some(body));
 		}
 		let Some(body) = self.body_from_disk(id, None)? else { return Ok(None) };
 		let body: Arc<[u8]> = Arc::from(body);
-		self.bodies.insert_shared(id, body.clone());
+		let weight = crate::bodies::BodyCache::weight(&body);
+		if weight <= *keep {
+			*keep -= weight;
+			self.bodies.insert_shared(id, body.clone());
+		}
 		Ok(Some(body))
 	}
 

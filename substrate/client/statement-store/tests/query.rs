@@ -142,3 +142,28 @@ fn replay(subscription: &mut statement_store::Subscription) -> Vec<Vec<u8>> {
 	}
 	out
 }
+
+#[test]
+fn one_answer_larger_than_the_body_cache_keeps_at_most_half_of_it() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let mut config = config(dir.path(), &clock);
+	let budget = 256 * 1024;
+	config.body_cache_bytes = budget;
+	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
+	// 1,200 bodies of ~440 bytes: about twice the cache.
+	for i in 0..1200u32 {
+		let mut data = vec![7u8; 300];
+		data[..4].copy_from_slice(&i.to_le_bytes());
+		assert_eq!(store.submit(simple(i % 8, &[1], &data), LOCAL), SubmitResult::New);
+	}
+	store.clear_cache();
+	assert_eq!(store.broadcasts(&[topic(1)]).unwrap().len(), 1200);
+	// Bodies, plus the posting list of 1,200 ids.
+	let cached = store.metrics().cache_bytes as usize;
+	assert!(cached <= budget / 2 + 32 * 1024, "one answer filled {cached} of {budget} bytes");
+	assert!(cached >= budget / 4, "the answer's first bodies are kept: {cached} bytes cached");
+	// Asked again, the kept half is served from memory and the rest still read from disk.
+	assert_eq!(store.broadcasts(&[topic(1)]).unwrap().len(), 1200);
+	assert!(store.metrics().cache_bytes as usize <= budget + 32 * 1024, "within the budget");
+}
