@@ -1,9 +1,12 @@
-//! A 2-topic broadcast loop on one store, for profilers: both stores are filled first, then
-//! only the chosen one is queried, single-threaded, for the given number of seconds.
+//! A broadcast loop on one store, for profilers: both stores are filled first, then only the
+//! chosen one is queried, single-threaded, for the given number of seconds, with the 2-topic
+//! MatchAll of `compare` (n / 100 statements) or, given `1` as the last argument, its 1-topic
+//! query (n / 10).
 //!
 //! ```sh
 //! cargo build --release -p statement-store-benches --example profile_query
 //! perf record -D 3000 -g target/release/examples/profile_query ours 10000 10
+//! target/release/examples/profile_query ours 200000 10 1
 //! ```
 
 use statement_store_benches::{fixture, workload};
@@ -14,18 +17,22 @@ fn main() {
 	let which = args.next().unwrap_or_else(|| "ours".into());
 	let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
 	let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
+	let one_topic = args.next().as_deref() == Some("1");
 	let keys = fixture::keys();
 	let pair = workload::Pair::filled(&workload::signed(0, n, &keys));
 	let store = pair.both().into_iter().find(|(name, _)| *name == which).expect("ours|baseline").1;
-	let topics = workload::two_topics();
-	eprintln!("filled {n}; querying {which} for {seconds} s");
+	let topics = match one_topic {
+		true => vec![fixture::topic(3)],
+		false => workload::two_topics().to_vec(),
+	};
+	eprintln!("filled {n}; querying {which} on {} topics for {seconds} s", topics.len());
 	let start = Instant::now();
 	let mut queries = 0u64;
 	while start.elapsed() < Duration::from_secs(seconds) {
-		for _ in 0..100 {
+		for _ in 0..10 {
 			std::hint::black_box(store.broadcasts(&topics).expect("query"));
 		}
-		queries += 100;
+		queries += 10;
 	}
 	println!("{which}: {:?} per query over {queries}", start.elapsed() / queries as u32);
 }

@@ -131,6 +131,12 @@ impl Stash {
 		Feed::new(std::mem::take(&mut self.unsent))
 	}
 
+	/// Every unsent statement, handed out again and again (for the null store); they are not
+	/// given back.
+	pub fn lend_cycling(&mut self) -> Arc<Feed> {
+		Feed::cycling(std::mem::take(&mut self.unsent))
+	}
+
 	/// Take back what a phase did not send; its tasks must all have ended.
 	pub fn give_back(&mut self, feed: Arc<Feed>) -> Result<(), String> {
 		let feed = Arc::try_unwrap(feed).map_err(|feed| {
@@ -148,17 +154,29 @@ impl Stash {
 pub struct Feed {
 	statements: Vec<Signed>,
 	next: AtomicUsize,
+	/// Start again from the first once all are taken (for the null store, which keeps
+	/// nothing, so the same statements are new every time).
+	cycle: bool,
 }
 
 impl Feed {
 	/// A feed of `statements`, first to last.
 	pub fn new(statements: Vec<Signed>) -> Arc<Feed> {
-		Arc::new(Feed { statements, next: AtomicUsize::new(0) })
+		Arc::new(Feed { statements, next: AtomicUsize::new(0), cycle: false })
+	}
+
+	/// A feed of `statements` that never runs dry: first to last, again and again.
+	pub fn cycling(statements: Vec<Signed>) -> Arc<Feed> {
+		Arc::new(Feed { statements, next: AtomicUsize::new(0), cycle: true })
 	}
 
 	/// The next statement no connection has taken, `None` once all are taken.
 	pub fn take(&self) -> Option<&Signed> {
-		self.statements.get(self.next.fetch_add(1, Ordering::Relaxed))
+		let next = self.next.fetch_add(1, Ordering::Relaxed);
+		match self.cycle {
+			true => self.statements.get(next % self.statements.len().max(1)),
+			false => self.statements.get(next),
+		}
 	}
 }
 
@@ -191,5 +209,17 @@ mod tests {
 		assert_eq!(stash.unsent().len(), 3);
 		assert_eq!(stash.sent, 2);
 		assert_ne!(stash.unsent().first().map(|signed| signed.hex.clone()), first);
+	}
+
+	#[test]
+	fn a_cycling_feed_starts_again_after_the_last() {
+		let mut stash = Stash::new(fixture::keys());
+		stash.top_up(2);
+		let feed = Feed::cycling(std::mem::take(&mut stash.unsent));
+		let hex = |signed: Option<&Signed>| signed.map(|signed| signed.hex.clone());
+		let (first, second) = (hex(feed.take()), hex(feed.take()));
+		assert_ne!(first, second);
+		assert_eq!(hex(feed.take()), first);
+		assert_eq!(hex(feed.take()), second);
 	}
 }

@@ -2,7 +2,7 @@
 //! in-process ceiling measured in the same run (issue 14, item 1; measurement only).
 //!
 //! ```sh
-//! cargo build --release -p statement-node -p statement-store-benches --bin node_load
+//! cargo build --release -p statement-node -p statement-store-benches --bin statement-node --bin node_load
 //! target/release/node_load                # ~4 minutes: every phase 10 s after 1 s of warm-up
 //! target/release/node_load --quick        # smoke check, ~1 minute
 //! ```
@@ -28,6 +28,7 @@
 mod ceiling;
 mod data;
 mod load;
+mod null;
 mod report;
 mod soak;
 mod watch;
@@ -178,6 +179,15 @@ impl Ceilings {
 }
 
 fn main() -> ExitCode {
+	if std::env::args().nth(1).as_deref() == Some("--serve-null") {
+		return match null::serve() {
+			Ok(()) => ExitCode::SUCCESS,
+			Err(message) => {
+				eprintln!("node_load --serve-null: {message}");
+				ExitCode::from(2)
+			}
+		};
+	}
 	let outcome = Args::parse(std::env::args().skip(1)).and_then(|args| match args.soak {
 		Some(count) => soak::run(&args, count),
 		None => run(args),
@@ -248,16 +258,22 @@ fn run(args: Args) -> Result<(), String> {
 		best_rate: ceilings.submit_many.per_second,
 	};
 	let outcome = runtime.block_on(run.all(query_set));
-	let NodeRun { rows, stash, .. } = run;
+	let NodeRun { rows, mut stash, .. } = run;
 	let samples = memory.finish();
 	node.kill()?;
 	let threads = outcome?;
+	let bound = runtime.block_on(null_phases(&args, &ceilings, &mut stash))?;
 
 	println!();
 	report::print_table(&rows);
 	let held: Vec<&Row> = rows.iter().filter(|row| row.met().is_some()).collect();
 	let met = held.iter().filter(|row| row.met() == Some(true)).count();
 	println!("\ntargets met: {met} of {}", held.len());
+	println!(
+		"\nThe same phases against the RPC methods over a store that does nothing (`null.rs`): \
+		 the most the JSON-RPC path answers on this machine, whatever the store costs.\n"
+	);
+	report::print_table(&bound);
 	println!("\nNode memory:\n");
 	report::print_memory(&samples);
 	if let Some((label, before, after, seconds)) = threads {
@@ -274,6 +290,58 @@ fn run(args: Args) -> Result<(), String> {
 		started.elapsed().as_secs_f64()
 	);
 	Ok(())
+}
+
+/// The WebSocket submit phases and the 1-topic query phase again, against the null server
+/// (the RPC methods over a store that does nothing): the bound each node figure meets.
+async fn null_phases(
+	args: &Args,
+	ceilings: &Ceilings,
+	stash: &mut Stash,
+) -> Result<Vec<Row>, String> {
+	let server = null::NullServer::start()?;
+	stash.top_up(CALIBRATION * 5);
+	let feed = stash.lend_cycling();
+	let mut rows = Vec::new();
+	let mut phases: Vec<(Job, usize, Rate, usize)> = args
+		.connections
+		.iter()
+		.map(|&connections| {
+			let (ceiling, threads) = ceilings.submits(connections);
+			(Job::Submit(feed.clone()), connections, ceiling, threads)
+		})
+		.collect();
+	let query = Job::Query {
+		topics: Arc::new(data::hex_topics(&data::one_topic())),
+		expected: QUERY_MATCHES,
+	};
+	phases.push((query, QUERY_CONNECTIONS, ceilings.one_topic, ceilings.threads));
+	for (job, connections, ceiling, threads) in phases {
+		let phase = match job {
+			Job::Query { .. } => "broadcasts 1 topic, null store",
+			_ => "submit, null store",
+		};
+		let cpu = CpuMark::now(Some(server.pid()));
+		let outcome = load::run(
+			server.port,
+			&[Group { transport: Transport::Ws, connections, job }],
+			args.timing,
+		)
+		.await;
+		let cpu = cpu.share_until(&CpuMark::now(Some(server.pid())));
+		let measured = outcome?.into_iter().next().ok_or("a phase measured nothing")?;
+		rows.push(Row {
+			phase: phase.to_string(),
+			connections: connections.to_string(),
+			transport: Transport::Ws.label(),
+			measured,
+			ceiling: Some((ceiling, threads)),
+			per_op: true,
+			target: Target::None,
+			cpu,
+		});
+	}
+	Ok(rows)
 }
 
 /// The node `binary` in a new temporary directory (named with `prefix`; it goes when the

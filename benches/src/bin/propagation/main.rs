@@ -3,7 +3,7 @@
 //! arrives.
 //!
 //! ```sh
-//! cargo build --release -p statement-node -p statement-store-benches --bin propagation
+//! cargo build --release -p statement-node -p statement-store-benches --bin statement-node --bin propagation
 //! target/release/propagation --quick                       # every scenario, short
 //! target/release/propagation --mode both --scenario all    # ours against upstream's tick
 //! ```
