@@ -245,6 +245,12 @@ async fn garbage_from_a_peer_never_hurts_the_node_and_costs_the_peer_its_place()
 			_ => {}
 		}
 	}
+	// Our side may see the stream open before Bob counts the peer; until he does, "no
+	// statement peers" below would hold before any garbage was read.
+	eventually("bob to count the peer", Duration::from_secs(10), || {
+		bob.network.statement_peers() == 1
+	})
+	.await;
 	// A count over the limit, refused before decoding; then plain garbage.
 	let mut too_many = Compact(9_709u32).encode();
 	too_many.extend_from_slice(&[0; 64]);
