@@ -29,7 +29,7 @@ thread_local! {
 
 impl Weigh for Arc<[u8]> {
 	fn weight(&self) -> usize {
-		self.len() + ENTRY_OVERHEAD
+		BodyCache::weight(self)
 	}
 }
 
