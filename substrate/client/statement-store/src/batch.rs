@@ -52,16 +52,20 @@ pub struct AccountWalk<'a> {
 }
 
 impl AccountWalk<'_> {
-	/// The next statement: its expiry, hash and record.
+	/// The next statement: its expiry, hash and record. A quarantined statement (its body
+	/// damaged, see [`Inner::record`]) is stepped over.
 	pub fn next(&mut self) -> Result<Option<(u64, Hash, Record)>> {
-		let Some((key, value)) = self.iter.next()? else { return Ok(None) };
-		if !key.starts_with(&self.account) {
-			return Ok(None);
+		loop {
+			let Some((key, value)) = self.iter.next()? else { return Ok(None) };
+			if !key.starts_with(&self.account) {
+				return Ok(None);
+			}
+			let expiry = schema::be_u64(&key, 32).ok_or_else(|| bad(schema::COL_ACCOUNT, "key"))?;
+			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
+			if let Some(record) = self.inner.record(&hash)? {
+				return Ok(Some((expiry, hash, record)));
+			}
 		}
-		let expiry = schema::be_u64(&key, 32).ok_or_else(|| bad(schema::COL_ACCOUNT, "key"))?;
-		let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
-		let record = self.inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
-		Ok(Some((expiry, hash, record)))
 	}
 }
 
@@ -121,7 +125,7 @@ impl<'a> Batch<'a> {
 		self.counters.next_id += 1;
 		let record = Record::new(id, account, statement, encoding.len());
 		self.ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), Some(encoding.clone())));
-		self.ops.push((schema::COL_HASH, hash.to_vec(), Some(record.encode())));
+		self.ops.push((schema::COL_HASH, hash.to_vec(), Some(record.hash_value().to_vec())));
 		self.ops.push((schema::COL_JOURNAL, schema::id_key(id).to_vec(), Some(hash.to_vec())));
 		self.ops.push((
 			schema::COL_ACCOUNT,

@@ -67,12 +67,12 @@ pub fn check(config: Config) -> Result<CheckReport> {
 	})
 }
 
-fn check_open(store: &Store) -> Result<CheckReport> {
+pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 	let inner = &store.inner;
 	inner.writeback.checkpoint()?;
 	let db = inner.db.raw();
 	let mut report = CheckReport::default();
-	let (mut total_size, mut entries) = (0u64, Vec::new());
+	let (mut total_size, mut sizes_known, mut entries) = (0u64, true, Vec::new());
 	let mut journal = db.iter(schema::COL_JOURNAL)?;
 	journal.seek_to_first()?;
 	while let Some((key, value)) = journal.next()? {
@@ -89,10 +89,11 @@ fn check_open(store: &Store) -> Result<CheckReport> {
 			log::info!(target: "statement-store", "check: verified {} of {} statements", n + 1, entries.len());
 		}
 		let Some(record) = check_statement(db, *id, hash, &mut report)? else {
-			// The counters still count it: compare them with what the records say.
-			if let Some(bytes) = db.get(schema::COL_HASH, hash)? {
-				let record: Record = schema::decode_value(schema::COL_HASH, &bytes)?;
-				total_size += u64::from(record.encoded_len);
+			// The counters still count it, with the size of the body it was admitted with:
+			// a damaged body keeps its length, a missing one leaves the size unknown.
+			match db.get(schema::COL_BODY, &schema::body_key(*id))? {
+				Some(body) => total_size += body.len() as u64,
+				None => sizes_known = false,
 			}
 			continue;
 		};
@@ -132,7 +133,7 @@ fn check_open(store: &Store) -> Result<CheckReport> {
 		));
 	}
 	let counters = *inner.writer.lock();
-	if counters.count != report.statements || counters.total_size != total_size {
+	if counters.count != report.statements || (sizes_known && counters.total_size != total_size) {
 		report.problem(format!(
 			"the counters say {} statements of {} bytes; the journal holds {} of {total_size}",
 			counters.count, counters.total_size, report.statements
@@ -156,29 +157,25 @@ fn check_statement(
 		report.problem(format!("statement {id}: its body does not match its hash"));
 		return Ok(None);
 	}
-	let account = match Statement::from_bytes(&body).map(|statement| statement.verify_signature()) {
-		Ok(SignatureVerificationResult::Valid(account)) => account,
-		Ok(_) => {
-			report.problem(format!("statement {id}: its signature does not verify"));
-			return Ok(None);
-		}
+	let statement = match Statement::from_bytes(&body) {
+		Ok(statement) => statement,
 		Err(err) => {
 			report.problem(format!("statement {id}: its body does not decode: {err}"));
 			return Ok(None);
 		}
 	};
-	let record: Option<Record> = db
-		.get(schema::COL_HASH, hash)?
-		.map(|bytes| schema::decode_value(schema::COL_HASH, &bytes))
-		.transpose()?;
-	match record {
-		Some(record) if record.id == id && record.account == account => Ok(Some(record)),
+	if !matches!(statement.verify_signature(), SignatureVerificationResult::Valid(_)) {
+		report.problem(format!("statement {id}: its signature does not verify"));
+		return Ok(None);
+	}
+	match db.get(schema::COL_HASH, hash)?.as_deref().map(schema::le_u64_prefix) {
+		Some(Some(stored)) if stored == id => Ok(Record::of(id, &statement, body.len())),
 		Some(_) => {
-			report.problem(format!("statement {id}: its record names another id or account"));
+			report.problem(format!("statement {id}: its hash entry names another id"));
 			Ok(None)
 		}
 		None => {
-			report.problem(format!("statement {id}: its record is missing"));
+			report.problem(format!("statement {id}: its hash entry is missing"));
 			Ok(None)
 		}
 	}
@@ -385,11 +382,10 @@ mod tests {
 		let mut listed = Vec::new();
 		decode_segment(&db.get(schema::COL_POSTING, &topic).unwrap().unwrap(), &mut listed);
 		listed.push(10_000);
-		let record: Record = schema::decode_value(
-			schema::COL_HASH,
-			&db.get(schema::COL_HASH, &signed(7).hash()).unwrap().unwrap(),
-		)
-		.unwrap();
+		let id =
+			schema::le_u64_prefix(&db.get(schema::COL_HASH, &signed(7).hash()).unwrap().unwrap())
+				.unwrap();
+		let record = Record::of(id, &signed(7), signed(7).encode().len()).unwrap();
 		crate::writeback::commit(
 			&db,
 			vec![

@@ -142,11 +142,10 @@ impl Store {
 					schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
 				let Some(record) = inner.record(&hash)? else {
 					// Removed by a batch the staged layers no longer hold (handed over while
-					// this walk ran) is fine; an entry without its record is not.
-					if inner.db.get(schema::COL_EXPIRY, &key)?.is_none() {
-						continue;
-					}
-					return Err(bad(schema::COL_HASH, "record"));
+					// this walk ran), or quarantined (its body damaged: left for `repair`,
+					// so that one damaged statement does not hold up expiry).
+					*cursor = Some(key);
+					continue;
 				};
 				batch.remove(&hash, &record, Some(ban_until))?;
 				*cursor = Some(key);
@@ -195,8 +194,8 @@ impl Store {
 					let Some((_, value)) = iter.next()? else { break };
 					let hash =
 						schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
-					let record =
-						inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
+					// A quarantined statement (see `Inner::record`) is stepped over.
+					let Some(record) = inner.record(&hash)? else { continue };
 					batch.remove(&hash, &record, None)?;
 					count -= 1;
 					size = size.saturating_sub(u64::from(record.encoded_len));

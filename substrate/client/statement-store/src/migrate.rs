@@ -45,5 +45,13 @@ pub(crate) fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) 
 			keyed.len()
 		);
 	}
+	if version < 3 {
+		// Schema 3 stores the id alone under a hash; schema 2's records start with the id and
+		// are read the same way, so only the version changes. parity-db never shrinks its
+		// tables: the space of old records is reused by values of their size, not given back.
+		log::info!(target: "statement-store", "{path}: upgrading the database to schema 3");
+		let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(3u32.encode()));
+		writeback::commit(db, vec![version], sync)?;
+	}
 	Ok(())
 }

@@ -236,12 +236,30 @@ impl Inner {
 		})
 	}
 
-	/// The record of a stored statement.
+	/// The record of a stored statement, read from its body (cached, else from disk and
+	/// checked against the hash). `None` if no statement with this hash is stored, or if its
+	/// body is missing or damaged: such a statement is quarantined (out of every answer,
+	/// logged, counted) and left in place, ids and index entries, until `repair` rebuilds
+	/// the indexes, so that walks over the indexes (expiry, eviction) step over it.
 	pub fn record(&self, hash: &Hash) -> Result<Option<Record>> {
-		self.db
-			.get(schema::COL_HASH, hash)?
-			.map(|bytes| schema::decode_value(schema::COL_HASH, &bytes))
-			.transpose()
+		let Some(id) = self.record_id(hash)? else { return Ok(None) };
+		let of = |body: &[u8]| {
+			Statement::from_bytes(body)
+				.ok()
+				.and_then(|statement| Record::of(id, &statement, body.len()))
+		};
+		let record = match self.bodies.get(id) {
+			Some(body) => of(&body),
+			None => match self.body_from_disk(id, Some(hash))? {
+				Some(body) => of(&body),
+				None => return Ok(None),
+			},
+		};
+		if record.is_none() {
+			// Its hash matched, so a build that admitted it decoded it and found a proof.
+			self.quarantine(id, "has a body this build cannot read a record from");
+		}
+		Ok(record)
 	}
 }
 

@@ -17,7 +17,9 @@ pub type Id = u64;
 pub const COL_META: ColId = 0;
 /// [`body_key`] of the id -> statement encoding.
 pub const COL_BODY: ColId = 1;
-/// hash -> [`Record`]: everything needed to unindex a statement without decoding its body.
+/// hash -> id (u64, little-endian). Everything else a removal needs ([`Record`]) is read from
+/// the body. Schema 2 stored the whole record here, starting with the id: such values are
+/// read by their first 8 bytes, so they need no rewriting.
 pub const COL_HASH: ColId = 2;
 /// Admission journal, btree: id (BE) -> hash. Ordered, so "statements since N" is a seek.
 pub const COL_JOURNAL: ColId = 3;
@@ -41,7 +43,9 @@ pub const COLUMNS: u8 = 11;
 /// Version written by this build.
 /// 2: the list of statements without a key (prefix 0) became the list of statements with one
 /// (prefix 3).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: the hash column holds the id alone instead of the whole [`Record`] (8 bytes instead of
+/// ~110 a statement). Values written by schema 2 start with the id and are read the same way.
+pub const SCHEMA_VERSION: u32 = 3;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
 pub const KEY_COUNTERS: &[u8] = b"counters";
@@ -143,8 +147,9 @@ pub struct Usage {
 	pub data_size: u64,
 }
 
-/// What the store keeps about a statement besides its body.
-#[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
+/// What unindexing a statement needs besides its hash: all of it read from the body
+/// ([`Record::of`]); only the id is stored, under the hash ([`COL_HASH`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
 	/// Local id.
 	pub id: Id,
@@ -177,6 +182,17 @@ impl Record {
 			decryption_key: statement.decryption_key(),
 			topics: statement.topics().to_vec(),
 		}
+	}
+
+	/// The record of a stored body: `statement` decoded from its `encoded_len` bytes. The
+	/// account is the proof's signer, as the signature check that admitted it returned it.
+	pub fn of(id: Id, statement: &Statement, encoded_len: usize) -> Option<Self> {
+		Some(Record::new(id, statement.account_id()?, statement, encoded_len))
+	}
+
+	/// The value stored under the statement's hash in [`COL_HASH`].
+	pub fn hash_value(&self) -> [u8; 8] {
+		self.id.to_le_bytes()
 	}
 
 	/// The posting lists on disk this statement appears in: its decryption key and the list
@@ -342,12 +358,35 @@ mod tests {
 	}
 
 	#[test]
-	fn a_record_encoding_starts_with_its_id() {
+	fn a_hash_value_is_the_id_as_schema_2_records_began() {
 		let mut statement = Statement::new();
 		statement.set_topic(0, Topic([4; 32]));
 		statement.set_plain_data(vec![1, 2, 3]);
 		let record = Record::new(0x0102_0304_0506_0708, [9; 32], &statement, 40);
-		assert_eq!(le_u64_prefix(&record.encode()), Some(0x0102_0304_0506_0708));
+		assert_eq!(record.hash_value().len(), 8);
+		assert_eq!(le_u64_prefix(&record.hash_value()), Some(0x0102_0304_0506_0708));
+		// Schema 2's value: the SCALE encoding of the whole record, id first.
+		let legacy = (record.id, record.expiry, record.account, record.data_len).encode();
+		assert_eq!(le_u64_prefix(&legacy), Some(record.id));
+	}
+
+	#[test]
+	fn a_record_read_from_a_body_charges_the_signer() {
+		let pair = <sp_core::ed25519::Pair as sp_core::Pair>::from_seed(&[3; 32]);
+		let mut statement = Statement::new();
+		statement.set_topic(0, Topic([4; 32]));
+		statement.set_channel([6; 32]);
+		statement.set_plain_data(vec![1, 2, 3]);
+		statement.sign_ed25519_private(&pair);
+		let account = match statement.verify_signature() {
+			statement_primitives::SignatureVerificationResult::Valid(account) => account,
+			other => panic!("{other:?}"),
+		};
+		let encoded_len = statement.encode().len();
+		let record = Record::of(7, &statement, encoded_len).unwrap();
+		assert_eq!(record, Record::new(7, account, &statement, encoded_len));
+		assert_eq!(record.channel, Some([6; 32]));
+		assert_eq!(Record::of(7, &Statement::new(), 10), None);
 	}
 
 	#[test]

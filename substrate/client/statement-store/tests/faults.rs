@@ -247,6 +247,41 @@ fn a_damaged_body_on_disk_is_left_out_of_answers_counted_and_found_by_check() {
 	assert!(statement_store::check(config(dir, &clock)).unwrap().is_clean());
 }
 
+#[test]
+fn a_damaged_body_holds_up_neither_expiry_nor_removals() {
+	let parent = tempfile::tempdir().unwrap();
+	let dir = parent.path().join("statements");
+	let dir = dir.as_path();
+	let clock = TestClock::new();
+	let store = open(dir, &clock);
+	let data = |n: u32| format!("statement number {n:05} of the expiry damage test").into_bytes();
+	for n in 0..2_000u32 {
+		let statement = simple(n % 20, &[n % 2], &data(n));
+		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+	}
+	drop(store);
+	// As above: id 10, which the sampled check at open does not read. A removal reads what
+	// to unindex from the body, so this statement cannot be unindexed until `repair`.
+	let damaged = simple(9, &[1], &data(9));
+	flip_in_table(dir, 1, &data(9));
+	let store = open(dir, &clock);
+	store.remove(&damaged.hash()).unwrap();
+	store.remove(&simple(11, &[1], &data(11)).hash()).unwrap();
+	assert_eq!(store.len(), 1999, "the intact one went, the damaged one stays");
+	clock.set(NOW + 3601);
+	let report = store.maintain_for(std::time::Duration::from_secs(600)).unwrap();
+	assert_eq!(report.expired, 1998, "every intact statement expired past the damaged one");
+	assert_eq!(store.len(), 1);
+	assert_eq!(store.broadcasts(&[]).unwrap(), Vec::<Vec<u8>>::new());
+	assert_eq!(store.metrics().corrupt, 1);
+	drop(store);
+	let report = statement_store::check(config(dir, &clock)).unwrap();
+	assert_eq!(report.problem_count, 1, "{:?}", report.problems);
+	let repaired = statement_store::repair(config(dir, &clock)).unwrap();
+	assert_eq!((repaired.kept, repaired.removed), (0, 1));
+	assert_eq!(open(dir, &clock).len(), 0);
+}
+
 const FLIP_VAR: &str = "STATEMENT_STORE_FLIP_DIR";
 
 /// How a child opening a damaged copy ended.

@@ -92,12 +92,77 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 	assert_eq!(store.broadcasts(&[]).unwrap().len(), 81);
 	drop(store);
 	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
-	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(2u32.encode()));
+	assert_eq!(
+		db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(),
+		Some(schema::SCHEMA_VERSION.encode())
+	);
 	assert_eq!(segments(&db, PostingKey::Keyed).unwrap(), keyed);
 	let mut iter = db.iter(schema::COL_POSTING).unwrap();
 	iter.seek_to_first().unwrap();
 	let (first, _) = iter.next().unwrap().unwrap();
 	assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
+}
+
+#[test]
+fn a_schema_2_database_with_whole_records_is_read_and_unindexed_by_their_ids() {
+	let dir = tempfile::tempdir().unwrap();
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+	let store = open();
+	let statements: Vec<Statement> =
+		(0..40u8).map(|n| signed(n, (n % 5 == 0).then_some(1))).collect();
+	for statement in &statements {
+		assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+	}
+	let expected = answers(&store);
+	drop(store);
+
+	// Schema 2 stored the whole record under the hash: the SCALE encoding of id, expiry,
+	// account, data length, encoded length, channel, decryption key and topics.
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	let mut ops = Vec::new();
+	for statement in &statements {
+		let hash = statement.hash();
+		let id = schema::le_u64_prefix(&db.get(schema::COL_HASH, &hash).unwrap().unwrap()).unwrap();
+		assert_eq!(db.get(schema::COL_HASH, &hash).unwrap().unwrap().len(), 8, "schema 3 value");
+		let record = schema::Record::of(id, statement, statement.encode().len()).unwrap();
+		let topics: Vec<[u8; 32]> = record.topics.iter().map(|topic| topic.0).collect();
+		let legacy = (
+			record.id,
+			record.expiry,
+			record.account,
+			record.data_len,
+			record.encoded_len,
+			record.channel,
+			record.decryption_key,
+			topics,
+		)
+			.encode();
+		ops.push((schema::COL_HASH, hash.to_vec(), Some(legacy)));
+	}
+	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(2u32.encode())));
+	writeback::commit(&db, ops, false).unwrap();
+	drop(db);
+
+	let store = open();
+	assert_eq!(answers(&store), expected);
+	assert_eq!(store.statement(&statements[3].hash()).unwrap(), Some(statements[3].clone()));
+	// Removing reads each record from the body and the id from the front of the old value.
+	for statement in &statements[..20] {
+		store.remove(&statement.hash()).unwrap();
+	}
+	let report = crate::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
+	assert_eq!(report.statements, 20);
+	// Broadcasts answer the data: statement n carries [n]; every fifth one has a key.
+	let left: Vec<Vec<u8>> = (20..40u8).filter(|n| n % 5 != 0).map(|n| vec![n]).collect();
+	let mut broadcasts = store.broadcasts(&[]).unwrap();
+	broadcasts.sort();
+	assert_eq!(broadcasts, left);
+	drop(store);
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(3u32.encode()));
 }
 
 /// A store closed cleanly with `n` statements, and intent records for `extra` more that
