@@ -6,7 +6,7 @@
 use crate::{
 	error::bad,
 	intent::Step,
-	posting::{decode_segment, encode_segment, segment_base},
+	posting::{decode_segment, encode_segment},
 	schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
 	Error, Result,
@@ -132,11 +132,6 @@ impl<'a> Batch<'a> {
 			schema::account_key(&account, record.expiry, id).to_vec(),
 			Some(hash.to_vec()),
 		));
-		self.ops.push((
-			schema::COL_EXPIRY,
-			schema::expiry_key(record.expiry, id).to_vec(),
-			Some(hash.to_vec()),
-		));
 		if let Some(channel) = &record.channel {
 			// A replaced holder of this channel may have queued a delete of the same key.
 			let key = schema::channel_key(&account, channel);
@@ -170,7 +165,6 @@ impl<'a> Batch<'a> {
 			schema::account_key(&record.account, record.expiry, id).to_vec(),
 			None,
 		));
-		self.ops.push((schema::COL_EXPIRY, schema::expiry_key(record.expiry, id).to_vec(), None));
 		if let Some(channel) = &record.channel {
 			// Only clear the channel if it still points at this statement.
 			let key = schema::channel_key(&record.account, channel);
@@ -237,7 +231,7 @@ impl<'a> Batch<'a> {
 	}
 
 	fn posting(&mut self, key: PostingKey, id: Id, add: bool) -> Result<()> {
-		let base = segment_base(id);
+		let base = key.segment_base(id);
 		if !self.segments.contains_key(&(key, base)) {
 			let mut ids = Vec::new();
 			if let Some(bytes) = self.inner.db.get(schema::COL_POSTING, &key.segment_key(base))? {
@@ -256,7 +250,10 @@ impl<'a> Batch<'a> {
 			}
 			_ => {}
 		}
-		self.postings.push((key, id, add));
+		if !matches!(key, PostingKey::Expiry(_)) {
+			// Expiry lists are never queried, so never cached.
+			self.postings.push((key, id, add));
+		}
 		Ok(())
 	}
 
@@ -292,19 +289,17 @@ impl<'a> Batch<'a> {
 					self.add(hash, account, &statement, encoding)?;
 				}
 				Step::Remove { hash, ban_until } => {
-					let record = match self.inner.record(&hash)? {
-						Some(record) if !self.removed.iter().any(|(gone, _)| *gone == hash) => {
-							record
+					if !self.stored(&hash)? {
+						if tolerant {
+							continue;
 						}
-						_ if tolerant => continue,
-						_ => {
-							return Err(Error::Corrupt {
-								path: self.inner.config.path.display().to_string(),
-								detail: "the intent log removes a statement the database lacks"
-									.into(),
-							})
-						}
-					};
+						return Err(Error::Corrupt {
+							path: self.inner.config.path.display().to_string(),
+							detail: "the intent log removes a statement the database lacks".into(),
+						});
+					}
+					// Quarantined (its body damaged): left for `repair`, as every walk does.
+					let Some(record) = self.inner.record(&hash)? else { continue };
 					self.remove(&hash, &record, ban_until)?;
 				}
 				Step::Unban { hash, until } => self.unban(&hash, until),
@@ -321,7 +316,7 @@ impl<'a> Batch<'a> {
 		if self.removed.iter().any(|(gone, _)| gone == hash) {
 			return Ok(false);
 		}
-		Ok(self.inner.record(hash)?.is_some())
+		Ok(self.inner.record_id(hash)?.is_some())
 	}
 
 	/// Append the batch's removals to the removal log (see [`schema::removal_segment_key`]);

@@ -13,7 +13,7 @@
 use crate::{
 	error::bad,
 	error::catch_db_panic,
-	posting::{decode_segment, segment_base},
+	posting::decode_segment,
 	schema::{self, Id, Record},
 	Config, Error, MapAllowances, Result, Store,
 };
@@ -102,14 +102,10 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 		if db.get(schema::COL_ACCOUNT, &key)?.as_deref() != Some(&hash[..]) {
 			report.problem(format!("statement {id}: its account index entry is missing"));
 		}
-		let key = schema::expiry_key(record.expiry, *id);
-		if db.get(schema::COL_EXPIRY, &key)?.as_deref() != Some(&hash[..]) {
-			report.problem(format!("statement {id}: its expiry index entry is missing"));
-		}
 		for posting in record.posting_keys() {
 			let mut listed = Vec::new();
 			if let Some(bytes) =
-				db.get(schema::COL_POSTING, &posting.segment_key(segment_base(*id)))?
+				db.get(schema::COL_POSTING, &posting.segment_key(posting.segment_base(*id)))?
 			{
 				decode_segment(&bytes, &mut listed)
 					.ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
@@ -191,11 +187,15 @@ fn check_index_targets(
 	let stored = |id: &Id| entries.binary_search_by_key(id, |(id, _)| *id).is_ok();
 	let mut iter = db.iter(schema::COL_POSTING)?;
 	iter.seek_to_first()?;
+	let mut expiring = 0u64;
 	while let Some((key, value)) = iter.next()? {
 		let mut listed = Vec::new();
 		if decode_segment(&value, &mut listed).is_none() {
 			report.problem(format!("posting segment {}: does not decode", hex(&key)));
 			continue;
+		}
+		if key.first() == Some(&schema::EXPIRY_PREFIX) {
+			expiring += listed.len() as u64;
 		}
 		for id in listed.iter().filter(|id| !stored(id)) {
 			report
@@ -203,7 +203,13 @@ fn check_index_targets(
 		}
 	}
 	drop(iter);
-	for (col, name) in [(schema::COL_ACCOUNT, "account"), (schema::COL_EXPIRY, "expiry")] {
+	if expiring != entries.len() as u64 {
+		report.problem(format!(
+			"the expiry lists hold {expiring} entries for {} statements",
+			entries.len()
+		));
+	}
+	for (col, name) in [(schema::COL_ACCOUNT, "account"), (schema::COL_EXPIRY, "schema 2 expiry")] {
 		let mut iter = db.iter(col)?;
 		iter.seek_to_first()?;
 		let mut count = 0u64;
@@ -217,7 +223,8 @@ fn check_index_targets(
 				report.problem(format!("{name} index entry {}: not a stored statement", hex(&key)));
 			}
 		}
-		if count != entries.len() as u64 {
+		let expected = if col == schema::COL_EXPIRY { 0 } else { entries.len() as u64 };
+		if count != expected {
 			report.problem(format!(
 				"the {name} index has {count} entries for {} statements",
 				entries.len()
@@ -375,8 +382,8 @@ mod tests {
 			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
 		}
 		drop(store);
-		// Damage: a posting segment lists a statement that is not there, one statement loses
-		// its expiry entry, another's body is replaced by a valid statement of other content.
+		// Damage: a posting segment lists a statement that is not there, one statement is
+		// missing from its expiry list, another's body is replaced by a valid statement of other content.
 		let db = parity_db::Db::open(&schema::db_options(&path, false)).unwrap();
 		let topic = PostingKey::Topic([0; 32]).segment_key(0);
 		let mut listed = Vec::new();
@@ -386,6 +393,11 @@ mod tests {
 			schema::le_u64_prefix(&db.get(schema::COL_HASH, &signed(7).hash()).unwrap().unwrap())
 				.unwrap();
 		let record = Record::of(id, &signed(7), signed(7).encode().len()).unwrap();
+		let list = PostingKey::Expiry(record.expiry >> 32);
+		let expiring = list.segment_key(list.segment_base(id));
+		let mut expiry_list = Vec::new();
+		decode_segment(&db.get(schema::COL_POSTING, &expiring).unwrap().unwrap(), &mut expiry_list);
+		expiry_list.retain(|listed| *listed != id);
 		crate::writeback::commit(
 			&db,
 			vec![
@@ -394,7 +406,7 @@ mod tests {
 					topic.to_vec(),
 					Some(crate::posting::encode_segment(&listed)),
 				),
-				(schema::COL_EXPIRY, schema::expiry_key(record.expiry, record.id).to_vec(), None),
+				(schema::COL_POSTING, expiring, Some(crate::posting::encode_segment(&expiry_list))),
 				(schema::COL_BODY, schema::body_key(3).to_vec(), Some(signed(200).encode())),
 				(schema::COL_BODY, schema::body_key(5).to_vec(), Some(vec![1, 2, 3])),
 			],
@@ -406,7 +418,7 @@ mod tests {
 		let all = report.problems.join("\n");
 		assert!(all.contains("lists 10000, which is not stored"), "{all}");
 		assert!(
-			all.contains(&format!("statement {}: its expiry index entry is missing", record.id)),
+			all.contains(&format!("statement {id}: missing from the posting list Expiry(")),
 			"{all}"
 		);
 		assert!(all.contains("statement 3: its body does not match its hash"), "{all}");

@@ -106,50 +106,39 @@ impl Store {
 	}
 
 	/// Remove up to one slice of statements whose expiry second has passed, walking the
-	/// expiry index from `cursor` (the last key an earlier slice of this call removed) and
-	/// moving it on.
+	/// expiry lists (one per second, oldest first) from `cursor` (the segment an earlier
+	/// slice of this call stopped in) and moving it on.
 	///
-	/// The walk reads parity-db's index as it stands, without first handing the staged
-	/// batches over (a parity-db commit on this thread for every slice, which cost more than
-	/// the removals): the call handed over once before its first slice, entries the staged
-	/// batches removed since are skipped, and statements admitted since are left to the next
-	/// call.
+	/// The walk finds segments in parity-db's index as it stands, without first handing the
+	/// staged batches over (a parity-db commit on this thread for every slice, which cost
+	/// more than the removals), and reads each segment's ids through the staged batches, so
+	/// what earlier slices removed is gone from them; the call handed over once before its
+	/// first slice, and segments admitted since are left to the next call.
 	fn expire_slice(&self, cursor: &mut Option<Vec<u8>>) -> Result<usize> {
 		let inner = &self.inner;
 		let now = inner.config.clock.now();
 		inner.write(|batch| {
-			let mut iter = inner.db.iter_behind(schema::COL_EXPIRY)?;
-			match cursor.as_deref() {
-				Some(after) => iter.seek(after)?,
-				None => iter.seek_to_first()?,
-			}
+			let mut iter = inner.db.iter_behind(schema::COL_POSTING)?;
+			iter.seek(cursor.as_deref().unwrap_or(&[schema::EXPIRY_PREFIX]))?;
 			let ban_until = inner.ban_until();
 			let mut removed = 0;
 			while removed < SLICE {
-				let Some((key, value)) = iter.next()? else { break };
-				if cursor.as_deref() == Some(key.as_slice()) {
-					continue;
-				}
-				let expiry =
-					schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_EXPIRY, "key"))?;
-				if expiry >> 32 >= now {
+				let Some((key, _)) = iter.next()? else { break };
+				let Some(second) = expiry_second(&key)? else { break };
+				if second >= now {
 					break;
 				}
-				if let Some(None) = inner.db.staged(schema::COL_EXPIRY, &key) {
-					continue;
+				*cursor = Some(key.clone());
+				for id in inner.segment_ids(&key)? {
+					if removed == SLICE {
+						break;
+					}
+					// Quarantined (its body damaged) is stepped over and left for `repair`,
+					// so that one damaged statement does not hold up expiry.
+					let Some((hash, record)) = inner.record_by_id(id)? else { continue };
+					batch.remove(&hash, &record, Some(ban_until))?;
+					removed += 1;
 				}
-				let hash =
-					schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
-				let Some(record) = inner.record(&hash)? else {
-					// Removed by a batch the staged layers no longer hold (handed over while
-					// this walk ran), or quarantined (its body damaged: left for `repair`,
-					// so that one damaged statement does not hold up expiry).
-					*cursor = Some(key);
-					continue;
-				};
-				batch.remove(&hash, &record, Some(ban_until))?;
-				*cursor = Some(key);
-				removed += 1;
 			}
 			Ok(removed)
 		})
@@ -185,21 +174,28 @@ impl Store {
 			let removed = inner.write(|batch| {
 				let (mut count, mut size) =
 					(batch.counters_before().count, batch.counters_before().total_size);
-				let mut iter = inner.db.iter(schema::COL_EXPIRY)?;
-				iter.seek_to_first()?;
+				let mut iter = inner.db.iter(schema::COL_POSTING)?;
+				iter.seek(&[schema::EXPIRY_PREFIX])?;
 				let mut removed = 0;
-				while removed < SLICE
-					&& (count > config.max_total_statements || size > config.max_total_size)
-				{
-					let Some((_, value)) = iter.next()? else { break };
-					let hash =
-						schema::array32(&value).ok_or_else(|| bad(schema::COL_EXPIRY, "entry"))?;
-					// A quarantined statement (see `Inner::record`) is stepped over.
-					let Some(record) = inner.record(&hash)? else { continue };
-					batch.remove(&hash, &record, None)?;
-					count -= 1;
-					size = size.saturating_sub(u64::from(record.encoded_len));
-					removed += 1;
+				let over = |count: u64, size: u64| {
+					count > config.max_total_statements || size > config.max_total_size
+				};
+				'segments: while removed < SLICE && over(count, size) {
+					let Some((key, _)) = iter.next()? else { break };
+					if expiry_second(&key)?.is_none() {
+						break;
+					}
+					for id in inner.segment_ids(&key)? {
+						if removed == SLICE || !over(count, size) {
+							break 'segments;
+						}
+						// A quarantined statement (see `Inner::record`) is stepped over.
+						let Some((hash, record)) = inner.record_by_id(id)? else { continue };
+						batch.remove(&hash, &record, None)?;
+						count -= 1;
+						size = size.saturating_sub(u64::from(record.encoded_len));
+						removed += 1;
+					}
 				}
 				Ok(removed)
 			})?;
@@ -324,4 +320,15 @@ impl Store {
 			}
 		})
 	}
+}
+
+/// The second of an expiry segment's key; `None` past the expiry lists.
+fn expiry_second(key: &[u8]) -> Result<Option<u64>> {
+	if key.first() != Some(&schema::EXPIRY_PREFIX) {
+		return Ok(None);
+	}
+	if key.len() != schema::EXPIRY_SEGMENT_KEY {
+		return Err(bad(schema::COL_POSTING, "expiry segment key"));
+	}
+	Ok(schema::be_u64(key, 1))
 }

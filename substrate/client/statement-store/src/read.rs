@@ -236,6 +236,40 @@ impl Inner {
 		})
 	}
 
+	/// The ids of one posting segment as the staged batches left it.
+	pub fn segment_ids(&self, segment_key: &[u8]) -> Result<Vec<Id>> {
+		let mut ids = Vec::new();
+		if let Some(bytes) = self.db.get(schema::COL_POSTING, segment_key)? {
+			decode_segment(&bytes, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
+		}
+		Ok(ids)
+	}
+
+	/// The hash and record of stored statement `id`, read from its body (cached, else from
+	/// disk and checked against the membership set) and confirmed by the hash column naming
+	/// `id`. `None` if it is not stored or is quarantined (see [`Inner::record`]).
+	pub fn record_by_id(&self, id: Id) -> Result<Option<(Hash, Record)>> {
+		let body: Arc<[u8]> = match self.bodies.get(id) {
+			Some(body) => body,
+			None => match self.body_from_disk(id, None)? {
+				Some(body) => Arc::from(body),
+				None => return Ok(None),
+			},
+		};
+		let hash = statement_primitives::hash_encoded(&body);
+		if self.record_id(&hash)? != Some(id) {
+			self.quarantine(id, "has a body whose hash names another statement");
+			return Ok(None);
+		}
+		let record = Statement::from_bytes(&body)
+			.ok()
+			.and_then(|statement| Record::of(id, &statement, body.len()));
+		if record.is_none() {
+			self.quarantine(id, "has a body this build cannot read a record from");
+		}
+		Ok(record.map(|record| (hash, record)))
+	}
+
 	/// The record of a stored statement, read from its body (cached, else from disk and
 	/// checked against the hash). `None` if no statement with this hash is stored, or if its
 	/// body is missing or damaged: such a statement is quarantined (out of every answer,

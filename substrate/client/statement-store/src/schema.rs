@@ -29,7 +29,8 @@ pub const COL_POSTING: ColId = 4;
 pub const COL_ACCOUNT: ColId = 5;
 /// account ++ channel -> id ++ expiry of the statement holding the channel.
 pub const COL_CHANNEL: ColId = 6;
-/// Expiry index, btree: expiry (BE) ++ id (BE) -> hash. Oldest first.
+/// Schema 2's expiry index, btree: expiry (BE) ++ id (BE) -> hash. Emptied by the move to
+/// schema 3, which keeps the expiry order as posting segments ([`PostingKey::Expiry`]).
 pub const COL_EXPIRY: ColId = 7;
 /// Bans, hash -> purge time (unix seconds, u64).
 pub const COL_BAN: ColId = 8;
@@ -44,7 +45,9 @@ pub const COLUMNS: u8 = 11;
 /// 2: the list of statements without a key (prefix 0) became the list of statements with one
 /// (prefix 3).
 /// 3: the hash column holds the id alone instead of the whole [`Record`] (8 bytes instead of
-/// ~110 a statement). Values written by schema 2 start with the id and are read the same way.
+/// ~110 a statement; values written by schema 2 start with the id and are read the same way),
+/// and the expiry order is a posting list per expiry second ([`PostingKey::Expiry`]) instead
+/// of one btree entry per statement.
 pub const SCHEMA_VERSION: u32 = 3;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
@@ -205,7 +208,9 @@ impl Record {
 			.map(|key| [PostingKey::DecryptionKey(key), PostingKey::Keyed])
 			.into_iter()
 			.flatten();
-		keyed.chain(self.topics.iter().map(|topic| PostingKey::Topic(topic.0)))
+		keyed
+			.chain(self.topics.iter().map(|topic| PostingKey::Topic(topic.0)))
+			.chain([PostingKey::Expiry(self.expiry >> 32)])
 	}
 }
 
@@ -221,11 +226,20 @@ pub enum PostingKey {
 	DecryptionKey(DecryptionKey),
 	/// Statements carrying this topic.
 	Topic([u8; 32]),
+	/// Statements whose expiry falls in this second (the high 32 bits of the expiry): the
+	/// expiry order, walked by maintenance. Never queried, so never cached.
+	Expiry(u64),
 }
 
 /// First byte of the segments of schema 1's list of statements without a decryption key,
 /// replaced by [`PostingKey::Keyed`] in schema 2.
 pub const LEGACY_NO_KEY_PREFIX: u8 = 0;
+
+/// First byte of the [`PostingKey::Expiry`] segments: they sort by second, then by id.
+pub const EXPIRY_PREFIX: u8 = 5;
+
+/// Length of an expiry segment's key: prefix, second, segment base.
+pub const EXPIRY_SEGMENT_KEY: usize = 1 + 8 + 8;
 
 impl PostingKey {
 	/// Byte prefix of this list's segments in [`COL_POSTING`] ([`PostingKey::All`] has no
@@ -243,8 +257,27 @@ impl PostingKey {
 				out.push(2);
 				out.extend_from_slice(topic);
 			}
+			PostingKey::Expiry(second) => {
+				out.push(EXPIRY_PREFIX);
+				out.extend_from_slice(&second.to_be_bytes());
+			}
 		}
 		out
+	}
+
+	/// Ids a segment of this list spans: [`crate::posting::SEGMENT_SPAN`], and a sixteenth
+	/// of that for the expiry lists, where the statements of one busy second hold nearly
+	/// every id and a segment of 4,096 would be rewritten whole (up to 4 KiB) by each submit.
+	pub fn segment_span(&self) -> Id {
+		match self {
+			PostingKey::Expiry(_) => crate::posting::SEGMENT_SPAN / 16,
+			_ => crate::posting::SEGMENT_SPAN,
+		}
+	}
+
+	/// First id of the segment of this list that holds `id`.
+	pub fn segment_base(&self, id: Id) -> Id {
+		id - id % self.segment_span()
 	}
 
 	/// Key of the segment starting at `base`.
@@ -294,6 +327,8 @@ pub fn channel_key(account: &AccountId, channel: &Channel) -> [u8; 64] {
 	key
 }
 
+/// Key of schema 2's expiry index ([`COL_EXPIRY`]); tests build schema 2 databases with it.
+#[cfg(test)]
 pub fn expiry_key(expiry: u64, id: Id) -> [u8; 16] {
 	let mut key = [0u8; 16];
 	key[..8].copy_from_slice(&expiry.to_be_bytes());
@@ -339,6 +374,19 @@ pub fn decode_value<T: Decode>(column: ColId, bytes: &[u8]) -> Result<T> {
 #[cfg(test)]
 mod tests {
 	use super::*;
+
+	#[test]
+	fn expiry_segments_sort_by_second_then_base_after_every_other_list() {
+		let a = PostingKey::Expiry(7).segment_key(8192);
+		let b = PostingKey::Expiry(8).segment_key(0);
+		assert!(a < b && a.len() == EXPIRY_SEGMENT_KEY);
+		assert_eq!(PostingKey::Expiry(7).segment_base(8192 + 300), 8192 + 256);
+		assert_eq!(PostingKey::Topic([1; 32]).segment_base(8192 + 300), 8192);
+		assert!(PostingKey::Expiry(0).segment_key(0) > PostingKey::All.segment_key(u64::MAX));
+		let mut record = Record::new(1, [0; 32], &Statement::new(), 10);
+		record.expiry = (9 << 32) | 5;
+		assert_eq!(record.posting_keys().last(), Some(PostingKey::Expiry(9)));
+	}
 
 	#[test]
 	fn posting_prefixes_do_not_overlap_between_kinds() {

@@ -104,7 +104,7 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 }
 
 #[test]
-fn a_schema_2_database_with_whole_records_is_read_and_unindexed_by_their_ids() {
+fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	let dir = tempfile::tempdir().unwrap();
 	let allowances = MapAllowances::new()
 		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
@@ -141,11 +141,32 @@ fn a_schema_2_database_with_whole_records_is_read_and_unindexed_by_their_ids() {
 			.encode();
 		ops.push((schema::COL_HASH, hash.to_vec(), Some(legacy)));
 	}
+	// Schema 2's expiry index: a btree entry per statement. As a crash during the move to
+	// schema 3 leaves it, the expiry lists still hold the first half of the ids as well.
+	let mut ids = Vec::new();
+	for statement in &statements {
+		let hash = statement.hash();
+		let id = schema::le_u64_prefix(&db.get(schema::COL_HASH, &hash).unwrap().unwrap()).unwrap();
+		let key = schema::expiry_key(statement.expiry(), id);
+		ops.push((schema::COL_EXPIRY, key.to_vec(), Some(hash.to_vec())));
+		ids.push(id);
+	}
+	ids.sort();
+	let mut iter = db.iter(schema::COL_POSTING).unwrap();
+	iter.seek(&[schema::EXPIRY_PREFIX]).unwrap();
+	while let Some((key, _)) = iter.next().unwrap() {
+		if key[0] == schema::EXPIRY_PREFIX {
+			ops.push((schema::COL_POSTING, key, Some(encode_segment(&ids[..20]))));
+		}
+	}
+	drop(iter);
 	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(2u32.encode())));
 	writeback::commit(&db, ops, false).unwrap();
 	drop(db);
 
 	let store = open();
+	let report = crate::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
 	assert_eq!(answers(&store), expected);
 	assert_eq!(store.statement(&statements[3].hash()).unwrap(), Some(statements[3].clone()));
 	// Removing reads each record from the body and the id from the front of the old value.
