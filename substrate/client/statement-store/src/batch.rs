@@ -6,7 +6,7 @@
 use crate::{
 	error::bad,
 	intent::Step,
-	posting::{decode_segment, encode_segment},
+	posting::{decode_pairs, decode_segment, encode_pairs, encode_segment},
 	schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
 	Error, Result,
@@ -38,9 +38,17 @@ impl Inner {
 	/// `account`'s statements, lowest expiry (lowest priority) first: the order in which
 	/// eviction takes them.
 	pub fn by_priority(&self, account: &AccountId) -> Result<AccountWalk<'_>> {
-		let mut iter = self.db.iter(schema::COL_ACCOUNT)?;
-		iter.seek(account)?;
-		Ok(AccountWalk { inner: self, iter, account: *account })
+		let prefix = schema::account_lists(account);
+		let mut iter = self.db.iter(schema::COL_POSTING)?;
+		iter.seek(&prefix)?;
+		Ok(AccountWalk {
+			inner: self,
+			iter,
+			account: *account,
+			prefix,
+			ahead: None,
+			second: Vec::new(),
+		})
 	}
 }
 
@@ -49,6 +57,11 @@ pub struct AccountWalk<'a> {
 	inner: &'a Inner,
 	iter: parity_db::BTreeIterator<'a>,
 	account: AccountId,
+	prefix: Vec<u8>,
+	/// A list read past the end of the second being walked.
+	ahead: Option<(Vec<u8>, Vec<u8>)>,
+	/// What is left of the second being walked, as (expiry, id), highest first.
+	second: Vec<(u64, Id)>,
 }
 
 impl AccountWalk<'_> {
@@ -56,16 +69,52 @@ impl AccountWalk<'_> {
 	/// damaged, see [`Inner::record`]) is stepped over.
 	pub fn next(&mut self) -> Result<Option<(u64, Hash, Record)>> {
 		loop {
-			let Some((key, value)) = self.iter.next()? else { return Ok(None) };
-			if !key.starts_with(&self.account) {
+			let Some((expiry, id)) = self.second.pop() else {
+				if self.next_second()? {
+					continue;
+				}
 				return Ok(None);
-			}
-			let expiry = schema::be_u64(&key, 32).ok_or_else(|| bad(schema::COL_ACCOUNT, "key"))?;
-			let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
-			if let Some(record) = self.inner.record(&hash)? {
-				return Ok(Some((expiry, hash, record)));
+			};
+			match self.inner.record_by_id(id)? {
+				Some((hash, record)) if record.account == self.account => {
+					return Ok(Some((expiry, hash, record)))
+				}
+				// Damaged, or (a damaged list) another account's: `check-db` names it.
+				_ => continue,
 			}
 		}
+	}
+
+	/// Read every list of the account's next expiry second; false past its last.
+	fn next_second(&mut self) -> Result<bool> {
+		let Some((key, value)) =
+			self.ahead.take().map_or_else(|| self.iter.next(), |kv| Ok(Some(kv)))?
+		else {
+			return Ok(false);
+		};
+		if !key.starts_with(&self.prefix) {
+			return Ok(false);
+		}
+		if key.len() != schema::ACCOUNT_LIST_KEY {
+			return Err(bad(schema::COL_POSTING, "account list key"));
+		}
+		let group = key[..schema::ACCOUNT_LIST_KEY - 8].to_vec();
+		let second = schema::be_u64(&group, 1 + 32).unwrap_or_default();
+		let mut pairs = Vec::new();
+		decode_pairs(&value, &mut pairs).ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
+		while let Some((key, value)) = self.iter.next()? {
+			if !key.starts_with(&group) {
+				self.ahead = Some((key, value));
+				break;
+			}
+			decode_pairs(&value, &mut pairs)
+				.ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
+		}
+		self.second =
+			pairs.into_iter().map(|(id, low)| ((second << 32) | u64::from(low), id)).collect();
+		// Popped from the back: lowest expiry (then lowest id) last.
+		self.second.sort_unstable_by(|a, b| b.cmp(a));
+		Ok(true)
 	}
 }
 
@@ -74,6 +123,8 @@ pub struct Batch<'a> {
 	inner: &'a Inner,
 	ops: Vec<(ColId, Vec<u8>, Option<Vec<u8>>)>,
 	segments: BTreeMap<(PostingKey, Id), Vec<Id>>,
+	/// Account lists touched, by key: (id, low 32 bits of the expiry), sorted by id.
+	account_lists: BTreeMap<Vec<u8>, Vec<(Id, u32)>>,
 	postings: Vec<(PostingKey, Id, bool)>,
 	usage: HashMap<AccountId, Usage>,
 	counters: Counters,
@@ -92,6 +143,7 @@ impl<'a> Batch<'a> {
 			inner,
 			ops: Vec::new(),
 			segments: BTreeMap::new(),
+			account_lists: BTreeMap::new(),
 			postings: Vec::new(),
 			usage: HashMap::new(),
 			counters,
@@ -109,7 +161,7 @@ impl<'a> Batch<'a> {
 
 	/// Whether the batch changes nothing.
 	pub fn is_empty(&self) -> bool {
-		self.ops.is_empty() && self.segments.is_empty()
+		self.ops.is_empty() && self.segments.is_empty() && self.account_lists.is_empty()
 	}
 
 	/// Admit a statement under the next id.
@@ -127,11 +179,7 @@ impl<'a> Batch<'a> {
 		self.ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), Some(encoding.clone())));
 		self.ops.push((schema::COL_HASH, hash.to_vec(), Some(record.hash_value().to_vec())));
 		self.ops.push((schema::COL_JOURNAL, schema::id_key(id).to_vec(), Some(hash.to_vec())));
-		self.ops.push((
-			schema::COL_ACCOUNT,
-			schema::account_key(&account, record.expiry, id).to_vec(),
-			Some(hash.to_vec()),
-		));
+		self.account_list(&record, true)?;
 		if let Some(channel) = &record.channel {
 			// A replaced holder of this channel may have queued a delete of the same key.
 			let key = schema::channel_key(&account, channel);
@@ -160,11 +208,7 @@ impl<'a> Batch<'a> {
 		self.ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), None));
 		self.ops.push((schema::COL_HASH, hash.to_vec(), None));
 		self.ops.push((schema::COL_JOURNAL, schema::id_key(id).to_vec(), None));
-		self.ops.push((
-			schema::COL_ACCOUNT,
-			schema::account_key(&record.account, record.expiry, id).to_vec(),
-			None,
-		));
+		self.account_list(record, false)?;
 		if let Some(channel) = &record.channel {
 			// Only clear the channel if it still points at this statement.
 			let key = schema::channel_key(&record.account, channel);
@@ -228,6 +272,29 @@ impl<'a> Batch<'a> {
 			self.usage.insert(*account, stored);
 		}
 		Ok(self.usage.entry(*account).or_default())
+	}
+
+	fn account_list(&mut self, record: &Record, add: bool) -> Result<()> {
+		let key = schema::account_list_key(&record.account, record.expiry, record.id);
+		let pairs = match self.account_lists.entry(key) {
+			std::collections::btree_map::Entry::Occupied(entry) => entry.into_mut(),
+			std::collections::btree_map::Entry::Vacant(entry) => {
+				let mut pairs = Vec::new();
+				if let Some(bytes) = self.inner.db.get(schema::COL_POSTING, entry.key())? {
+					decode_pairs(&bytes, &mut pairs)
+						.ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
+				}
+				entry.insert(pairs)
+			}
+		};
+		match (pairs.binary_search_by_key(&record.id, |(id, _)| *id), add) {
+			(Err(at), true) => pairs.insert(at, (record.id, record.expiry as u32)),
+			(Ok(at), false) => {
+				pairs.remove(at);
+			}
+			_ => {}
+		}
+		Ok(())
 	}
 
 	fn posting(&mut self, key: PostingKey, id: Id, add: bool) -> Result<()> {
@@ -360,6 +427,10 @@ impl<'a> Batch<'a> {
 		for ((key, base), ids) in std::mem::take(&mut self.segments) {
 			let value = (!ids.is_empty()).then(|| encode_segment(&ids));
 			self.ops.push((schema::COL_POSTING, key.segment_key(base), value));
+		}
+		for (key, pairs) in std::mem::take(&mut self.account_lists) {
+			let value = (!pairs.is_empty()).then(|| encode_pairs(&pairs));
+			self.ops.push((schema::COL_POSTING, key, value));
 		}
 		for (account, usage) in std::mem::take(&mut self.usage) {
 			let value = (usage.count > 0).then(|| usage.encode());

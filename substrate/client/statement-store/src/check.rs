@@ -13,7 +13,7 @@
 use crate::{
 	error::bad,
 	error::catch_db_panic,
-	posting::decode_segment,
+	posting::{decode_pairs, decode_segment},
 	schema::{self, Id, Record},
 	Config, Error, MapAllowances, Result, Store,
 };
@@ -98,9 +98,13 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 			continue;
 		};
 		total_size += u64::from(record.encoded_len);
-		let key = schema::account_key(&record.account, record.expiry, *id);
-		if db.get(schema::COL_ACCOUNT, &key)?.as_deref() != Some(&hash[..]) {
-			report.problem(format!("statement {id}: its account index entry is missing"));
+		let mut pairs = Vec::new();
+		let key = schema::account_list_key(&record.account, record.expiry, *id);
+		if let Some(bytes) = db.get(schema::COL_POSTING, &key)? {
+			decode_pairs(&bytes, &mut pairs);
+		}
+		if !pairs.contains(&(*id, record.expiry as u32)) {
+			report.problem(format!("statement {id}: missing from its account list"));
 		}
 		for posting in record.posting_keys() {
 			let mut listed = Vec::new();
@@ -187,10 +191,19 @@ fn check_index_targets(
 	let stored = |id: &Id| entries.binary_search_by_key(id, |(id, _)| *id).is_ok();
 	let mut iter = db.iter(schema::COL_POSTING)?;
 	iter.seek_to_first()?;
-	let mut expiring = 0u64;
+	let (mut expiring, mut accounted) = (0u64, 0u64);
 	while let Some((key, value)) = iter.next()? {
 		let mut listed = Vec::new();
-		if decode_segment(&value, &mut listed).is_none() {
+		let decoded = if key.first() == Some(&schema::ACCOUNT_PREFIX) {
+			let mut pairs = Vec::new();
+			let decoded = decode_pairs(&value, &mut pairs);
+			listed.extend(pairs.iter().map(|(id, _)| *id));
+			accounted += listed.len() as u64;
+			decoded
+		} else {
+			decode_segment(&value, &mut listed)
+		};
+		if decoded.is_none() {
 			report.problem(format!("posting segment {}: does not decode", hex(&key)));
 			continue;
 		}
@@ -203,32 +216,20 @@ fn check_index_targets(
 		}
 	}
 	drop(iter);
-	if expiring != entries.len() as u64 {
-		report.problem(format!(
-			"the expiry lists hold {expiring} entries for {} statements",
-			entries.len()
-		));
-	}
-	for (col, name) in [(schema::COL_ACCOUNT, "account"), (schema::COL_EXPIRY, "schema 2 expiry")] {
-		let mut iter = db.iter(col)?;
-		iter.seek_to_first()?;
-		let mut count = 0u64;
-		while let Some((key, value)) = iter.next()? {
-			count += 1;
-			let stored = match schema::array32(&value) {
-				Some(hash) => db.get(schema::COL_HASH, &hash)?.is_some(),
-				None => false,
-			};
-			if !stored {
-				report.problem(format!("{name} index entry {}: not a stored statement", hex(&key)));
-			}
-		}
-		let expected = if col == schema::COL_EXPIRY { 0 } else { entries.len() as u64 };
-		if count != expected {
+	for (what, count) in [("expiry", expiring), ("account", accounted)] {
+		if count != entries.len() as u64 {
 			report.problem(format!(
-				"the {name} index has {count} entries for {} statements",
+				"the {what} lists hold {count} entries for {} statements",
 				entries.len()
 			));
+		}
+	}
+	// Schema 2's indexes, moved into the lists when the database was upgraded.
+	for (col, name) in [(schema::COL_ACCOUNT, "account"), (schema::COL_EXPIRY, "expiry")] {
+		let mut iter = db.iter(col)?;
+		iter.seek_to_first()?;
+		if let Some((key, _)) = iter.next()? {
+			report.problem(format!("schema 2 {name} index entry {} was not moved", hex(&key)));
 		}
 	}
 	Ok(())

@@ -3,9 +3,9 @@
 
 use crate::{
 	error::bad,
-	posting::{decode_segment, encode_segment, segment_base},
+	posting::{decode_pairs, decode_segment, encode_pairs, encode_segment, segment_base},
 	read::segments_under,
-	schema::{self, Id, PostingKey},
+	schema::{self, PostingKey},
 	writeback, Result,
 };
 use codec::Encode;
@@ -53,62 +53,96 @@ pub(crate) fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) 
 	Ok(())
 }
 
-/// Expiry-index entries moved per commit by the move to schema 3.
+/// Schema 2 index entries moved per commit by the move to schema 3.
 const MOVE_CHUNK: usize = 65_536;
 
-/// Schema 3 keeps the expiry order as one posting list per expiry second instead of a btree
-/// entry per statement (70 bytes a statement on disk), and the id alone under a hash
-/// (schema 2's records start with the id and are read the same way, so they stay). The
-/// entries move a chunk per commit: each commit deletes a chunk of entries and merges their
-/// ids into the lists, so a crash leaves schema 2 with some entries moved, and the next
-/// open moves the rest (merging an id that is already listed changes nothing).
+/// Schema 3 keeps the expiry order as one posting list per expiry second and each account's
+/// statements as lists per account and second, instead of a btree entry per statement in
+/// each (70 and 100 bytes a statement on disk), and the id alone under a hash (schema 2's
+/// records start with the id and are read the same way, so they stay).
 fn to_schema_3(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 	let started = std::time::Instant::now();
 	log::info!(target: "statement-store", "{path}: upgrading the database to schema 3");
-	let mut moved = 0u64;
-	loop {
-		let mut lists: BTreeMap<Vec<u8>, Vec<Id>> = BTreeMap::new();
-		let mut ops = Vec::new();
-		let mut iter = db.iter(schema::COL_EXPIRY)?;
-		iter.seek_to_first()?;
-		while ops.len() < MOVE_CHUNK {
-			let Some((key, _)) = iter.next()? else { break };
-			let (Some(expiry), Some(id)) = (schema::be_u64(&key, 0), schema::be_u64(&key, 8))
-			else {
-				return Err(bad(schema::COL_EXPIRY, "key"));
-			};
+	let expiry = move_entries(
+		db,
+		schema::COL_EXPIRY,
+		(path, sync),
+		|key| {
+			let (expiry, id) = (schema::be_u64(key, 0)?, schema::be_u64(key, 8)?);
 			let list = PostingKey::Expiry(expiry >> 32);
-			let list = list.segment_key(list.segment_base(id));
-			lists.entry(list).or_default().push(id);
-			ops.push((schema::COL_EXPIRY, key, None));
-		}
-		drop(iter);
-		if ops.is_empty() {
-			break;
-		}
-		moved += ops.len() as u64;
-		for (key, mut ids) in lists {
-			if let Some(bytes) = db.get(schema::COL_POSTING, &key)? {
-				decode_segment(&bytes, &mut ids)
-					.ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
-			}
-			ids.sort_unstable();
-			ids.dedup();
-			ops.push((schema::COL_POSTING, key, Some(encode_segment(&ids))));
-		}
-		writeback::commit(db, ops, sync)?;
-		apply_log(db)?;
-		log::info!(target: "statement-store", "{path}: schema 3: {moved} expiry entries moved");
-	}
+			Some((list.segment_key(list.segment_base(id)), id))
+		},
+		decode_segment,
+		encode_segment,
+		|a, b| a == b,
+	)?;
+	let account = move_entries(
+		db,
+		schema::COL_ACCOUNT,
+		(path, sync),
+		|key| {
+			let account = schema::array32(key)?;
+			let (expiry, id) = (schema::be_u64(key, 32)?, schema::be_u64(key, 40)?);
+			Some((schema::account_list_key(&account, expiry, id), (id, expiry as u32)))
+		},
+		decode_pairs,
+		encode_pairs,
+		|a, b| a.0 == b.0,
+	)?;
 	let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(3u32.encode()));
 	writeback::commit(db, vec![version], sync)?;
 	apply_log(db)?;
 	log::info!(
 		target: "statement-store",
-		"{path}: upgraded to schema 3 in {:?} ({moved} expiry entries moved)",
+		"{path}: upgraded to schema 3 in {:?} ({expiry} expiry and {account} account entries moved)",
 		started.elapsed()
 	);
 	Ok(())
+}
+
+/// Move every entry of a schema 2 index (`col`) into lists in [`schema::COL_POSTING`]:
+/// `locate` names an entry's list and item. A chunk per commit, each deleting its entries
+/// and merging their items into the lists, so a crash leaves schema 2 with part moved and
+/// the next open moves the rest (merging an item already listed changes nothing). Returns
+/// how many entries moved.
+fn move_entries<T: Ord + Copy>(
+	db: &parity_db::Db,
+	col: u8,
+	(path, sync): (&str, bool),
+	locate: impl Fn(&[u8]) -> Option<(Vec<u8>, T)>,
+	decode: fn(&[u8], &mut Vec<T>) -> Option<()>,
+	encode: fn(&[T]) -> Vec<u8>,
+	same: fn(&T, &T) -> bool,
+) -> Result<u64> {
+	let mut moved = 0u64;
+	loop {
+		let mut lists: BTreeMap<Vec<u8>, Vec<T>> = BTreeMap::new();
+		let mut ops = Vec::new();
+		let mut iter = db.iter(col)?;
+		iter.seek_to_first()?;
+		while ops.len() < MOVE_CHUNK {
+			let Some((key, _)) = iter.next()? else { break };
+			let (list, item) = locate(&key).ok_or_else(|| bad(col, "key"))?;
+			lists.entry(list).or_default().push(item);
+			ops.push((col, key, None));
+		}
+		drop(iter);
+		if ops.is_empty() {
+			return Ok(moved);
+		}
+		moved += ops.len() as u64;
+		for (key, mut items) in lists {
+			if let Some(bytes) = db.get(schema::COL_POSTING, &key)? {
+				decode(&bytes, &mut items).ok_or_else(|| bad(schema::COL_POSTING, "list"))?;
+			}
+			items.sort_unstable();
+			items.dedup_by(|a, b| same(a, b));
+			ops.push((schema::COL_POSTING, key, Some(encode(&items))));
+		}
+		writeback::commit(db, ops, sync)?;
+		apply_log(db)?;
+		log::info!(target: "statement-store", "{path}: schema 3: {moved} entries of column {col} moved");
+	}
 }
 
 /// Close parity-db's log file and apply it to the tables, so that a long migration does not

@@ -12,46 +12,80 @@ pub fn segment_base(id: Id) -> Id {
 	id - id % SEGMENT_SPAN
 }
 
+/// Append `value` as LEB128.
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+	loop {
+		let byte = (value & 0x7f) as u8;
+		value >>= 7;
+		if value == 0 {
+			out.push(byte);
+			return;
+		}
+		out.push(byte | 0x80);
+	}
+}
+
+/// Read one LEB128 value at `*at`, moving `*at` past it; `None` if it is cut short or too long.
+fn take_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+	let mut value: u64 = 0;
+	let mut shift = 0u32;
+	loop {
+		let byte = *bytes.get(*at)?;
+		*at += 1;
+		if shift > 63 {
+			return None;
+		}
+		value |= u64::from(byte & 0x7f) << shift;
+		if byte & 0x80 == 0 {
+			return Some(value);
+		}
+		shift += 7;
+	}
+}
+
 /// Encode sorted ids as LEB128 deltas.
 pub fn encode_segment(ids: &[Id]) -> Vec<u8> {
 	let mut out = Vec::with_capacity(ids.len() * 2);
 	let mut previous = 0;
 	for &id in ids {
-		let mut delta = id - previous;
+		put_varint(&mut out, id - previous);
 		previous = id;
-		loop {
-			let byte = (delta & 0x7f) as u8;
-			delta >>= 7;
-			if delta == 0 {
-				out.push(byte);
-				break;
-			}
-			out.push(byte | 0x80);
-		}
 	}
 	out
 }
 
 /// Decode a segment into `out` (appending). `None` if the bytes are not a valid segment.
 pub fn decode_segment(bytes: &[u8], out: &mut Vec<Id>) -> Option<()> {
-	let mut previous: Id = 0;
-	let mut value: Id = 0;
-	let mut shift = 0u32;
-	for &byte in bytes {
-		if shift > 63 {
-			return None;
-		}
-		value |= Id::from(byte & 0x7f) << shift;
-		if byte & 0x80 == 0 {
-			previous = previous.checked_add(value)?;
-			out.push(previous);
-			value = 0;
-			shift = 0;
-		} else {
-			shift += 7;
-		}
+	let (mut previous, mut at): (Id, usize) = (0, 0);
+	while at < bytes.len() {
+		previous = previous.checked_add(take_varint(bytes, &mut at)?)?;
+		out.push(previous);
 	}
-	(shift == 0).then_some(())
+	Some(())
+}
+
+/// Encode `(id, tag)` pairs sorted by id: the id as a LEB128 delta, then the tag as LEB128.
+pub fn encode_pairs(pairs: &[(Id, u32)]) -> Vec<u8> {
+	let mut out = Vec::with_capacity(pairs.len() * 6);
+	let mut previous = 0;
+	for &(id, tag) in pairs {
+		put_varint(&mut out, id - previous);
+		put_varint(&mut out, u64::from(tag));
+		previous = id;
+	}
+	out
+}
+
+/// Decode pairs written by [`encode_pairs`] into `out` (appending). `None` if the bytes are
+/// not valid pairs.
+pub fn decode_pairs(bytes: &[u8], out: &mut Vec<(Id, u32)>) -> Option<()> {
+	let (mut previous, mut at): (Id, usize) = (0, 0);
+	while at < bytes.len() {
+		previous = previous.checked_add(take_varint(bytes, &mut at)?)?;
+		let tag = u32::try_from(take_varint(bytes, &mut at)?).ok()?;
+		out.push((previous, tag));
+	}
+	Some(())
 }
 
 /// The ids of one list, sorted ascending, without duplicates.
@@ -158,6 +192,19 @@ mod tests {
 	use super::*;
 	use proptest::prelude::*;
 	use std::collections::BTreeSet;
+
+	#[test]
+	fn pairs_round_trip_and_reject_garbage() {
+		let pairs = [(3, 0), (4, u32::MAX), (70_000, 5), (u64::MAX, 1)];
+		let mut out = Vec::new();
+		decode_pairs(&encode_pairs(&pairs), &mut out).unwrap();
+		assert_eq!(out, pairs);
+		assert_eq!(decode_pairs(&[0x05], &mut Vec::new()), None, "an id without its tag");
+		let mut too_big = Vec::new();
+		put_varint(&mut too_big, 1);
+		put_varint(&mut too_big, u64::from(u32::MAX) + 1);
+		assert_eq!(decode_pairs(&too_big, &mut Vec::new()), None);
+	}
 
 	#[test]
 	fn segments_round_trip_and_reject_garbage() {

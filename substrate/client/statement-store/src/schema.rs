@@ -23,9 +23,12 @@ pub const COL_BODY: ColId = 1;
 pub const COL_HASH: ColId = 2;
 /// Admission journal, btree: id (BE) -> hash. Ordered, so "statements since N" is a seek.
 pub const COL_JOURNAL: ColId = 3;
-/// Posting lists, btree: [`PostingKey`] ++ segment base (BE) -> delta-encoded ids.
+/// Posting lists, btree: [`PostingKey`] ++ segment base (BE) -> delta-encoded ids; and the
+/// account lists, [`account_list_key`] -> (id, expiry's low 32 bits) pairs.
 pub const COL_POSTING: ColId = 4;
-/// Per-account statements, btree: account ++ expiry (BE) ++ id (BE) -> hash. Lowest expiry first.
+/// Schema 2's per-account statements, btree: account ++ expiry (BE) ++ id (BE) -> hash.
+/// Emptied by the move to schema 3, which keeps them as account lists in [`COL_POSTING`]
+/// ([`account_list_key`]).
 pub const COL_ACCOUNT: ColId = 5;
 /// account ++ channel -> id ++ expiry of the statement holding the channel.
 pub const COL_CHANNEL: ColId = 6;
@@ -46,8 +49,9 @@ pub const COLUMNS: u8 = 11;
 /// (prefix 3).
 /// 3: the hash column holds the id alone instead of the whole [`Record`] (8 bytes instead of
 /// ~110 a statement; values written by schema 2 start with the id and are read the same way),
-/// and the expiry order is a posting list per expiry second ([`PostingKey::Expiry`]) instead
-/// of one btree entry per statement.
+/// the expiry order is a posting list per expiry second ([`PostingKey::Expiry`]) and each
+/// account's statements a list per account and expiry second ([`account_list_key`]), instead
+/// of one btree entry per statement in each.
 pub const SCHEMA_VERSION: u32 = 3;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
@@ -235,6 +239,33 @@ pub enum PostingKey {
 /// replaced by [`PostingKey::Keyed`] in schema 2.
 pub const LEGACY_NO_KEY_PREFIX: u8 = 0;
 
+/// First byte of the account lists: account ++ expiry second (BE) ++ segment base (BE) ->
+/// the account's statements expiring in that second, as (id, low 32 bits of the expiry)
+/// pairs ([`crate::posting::encode_pairs`]). An account's statements in eviction order are
+/// its lists in key order, each second's pairs sorted by the low bits.
+pub const ACCOUNT_PREFIX: u8 = 6;
+
+/// Length of an account list's key.
+pub const ACCOUNT_LIST_KEY: usize = 1 + 32 + 8 + 8;
+
+/// Where an account's lists start in [`COL_POSTING`].
+pub fn account_lists(account: &AccountId) -> Vec<u8> {
+	let mut key = Vec::with_capacity(ACCOUNT_LIST_KEY);
+	key.push(ACCOUNT_PREFIX);
+	key.extend_from_slice(account);
+	key
+}
+
+/// Key of the account list holding statement `id` of `account` expiring at `expiry`. Spans
+/// [`crate::posting::SEGMENT_SPAN`] ids: an account holds at most its allowance's count of
+/// statements, which bounds what one submit rewrites.
+pub fn account_list_key(account: &AccountId, expiry: u64, id: Id) -> Vec<u8> {
+	let mut key = account_lists(account);
+	key.extend_from_slice(&(expiry >> 32).to_be_bytes());
+	key.extend_from_slice(&crate::posting::segment_base(id).to_be_bytes());
+	key
+}
+
 /// First byte of the [`PostingKey::Expiry`] segments: they sort by second, then by id.
 pub const EXPIRY_PREFIX: u8 = 5;
 
@@ -312,6 +343,8 @@ pub fn id_key(id: Id) -> [u8; 8] {
 	id.to_be_bytes()
 }
 
+/// Key of schema 2's account index ([`COL_ACCOUNT`]); tests build schema 2 databases with it.
+#[cfg(test)]
 pub fn account_key(account: &AccountId, expiry: u64, id: Id) -> [u8; 48] {
 	let mut key = [0u8; 48];
 	key[..32].copy_from_slice(account);
@@ -438,9 +471,15 @@ mod tests {
 	}
 
 	#[test]
-	fn account_keys_sort_by_expiry_then_id() {
+	fn account_lists_sort_by_account_then_second_then_base() {
 		let account = [9u8; 32];
-		assert!(account_key(&account, 1, 99) < account_key(&account, 2, 0));
-		assert!(account_key(&account, 2, 0) < account_key(&account, 2, 1));
+		let key = account_list_key(&account, (1 << 32) | 7, 99);
+		assert_eq!(key.len(), ACCOUNT_LIST_KEY);
+		assert!(key.starts_with(&account_lists(&account)));
+		assert_eq!(key, account_list_key(&account, (1 << 32) | 9, 100), "same second and span");
+		assert!(key < account_list_key(&account, 2 << 32, 0));
+		assert!(key < account_list_key(&account, 1 << 32, 5000));
+		assert!(account_list_key(&[8; 32], u64::MAX, 0) < key);
+		assert!(key > PostingKey::Expiry(u64::MAX).segment_key(u64::MAX));
 	}
 }

@@ -135,7 +135,7 @@ impl Store {
 						min_expiry: holder.expiry,
 					}));
 				}
-				evictions.push(self.evictee(account, holder.expiry, holder.id)?);
+				evictions.push(self.evictee(account, holder.id)?);
 			}
 		}
 
@@ -182,15 +182,12 @@ impl Store {
 		Ok(Ok(evictions))
 	}
 
-	fn evictee(&self, account: &AccountId, expiry: u64, id: Id) -> Result<(Hash, Record)> {
-		let value = self
-			.inner
-			.db
-			.get(schema::COL_ACCOUNT, &schema::account_key(account, expiry, id))?
-			.ok_or_else(|| bad(schema::COL_ACCOUNT, "channel holder"))?;
-		let hash = schema::array32(&value).ok_or_else(|| bad(schema::COL_ACCOUNT, "entry"))?;
-		let record = self.inner.record(&hash)?.ok_or_else(|| bad(schema::COL_HASH, "record"))?;
-		Ok((hash, record))
+	/// The statement holding one of `account`'s channels, by the id its channel entry names.
+	fn evictee(&self, account: &AccountId, id: Id) -> Result<(Hash, Record)> {
+		match self.inner.record_by_id(id)? {
+			Some((hash, record)) if record.account == *account => Ok((hash, record)),
+			_ => Err(bad(schema::COL_CHANNEL, "channel holder")),
+		}
 	}
 
 	/// When the ban on `hash` ends, if it is banned.

@@ -127,6 +127,40 @@ fn a_full_account_evicts_its_lowest_expiry_statement_for_a_higher_one() {
 }
 
 #[test]
+fn within_one_expiry_second_eviction_follows_the_sequence_not_the_order_of_arrival() {
+	let (_dir, store, _) = store_with(3, 1000, |_| {});
+	let in_second = |sequence: u32, data: &[u8]| {
+		statement(&Spec {
+			signer: 1,
+			expires_in: 100,
+			sequence,
+			data: data.to_vec(),
+			topics: vec![1],
+			..Spec::default()
+		})
+	};
+	// Admitted (so listed by id) in another order than their priority.
+	let (nine, three, six) = (in_second(9, b"a"), in_second(3, b"b"), in_second(6, b"c"));
+	for s in [&nine, &three, &six] {
+		assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+	}
+	let later = with_expiry(1, 200, None, b"d");
+	assert_eq!(store.submit(later.clone(), LOCAL), SubmitResult::New);
+	assert!(!store.has_statement(&three.hash()), "the lowest sequence goes first");
+	let lower = in_second(5, b"e");
+	assert_eq!(
+		store.submit(lower.clone(), LOCAL),
+		SubmitResult::Rejected(RejectionReason::AccountFull {
+			submitted_expiry: lower.expiry(),
+			min_expiry: six.expiry()
+		})
+	);
+	assert_eq!(store.submit(in_second(7, b"f"), LOCAL), SubmitResult::New);
+	assert!(!store.has_statement(&six.hash()));
+	assert!(store.has_statement(&nine.hash()) && store.has_statement(&later.hash()));
+}
+
+#[test]
 fn size_allowance_evicts_as_many_as_needed() {
 	let (_dir, store, _) = store_with(10, 10, |_| {});
 	let a = with_expiry(1, 100, None, b"aaaa");

@@ -149,14 +149,23 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 		let id = schema::le_u64_prefix(&db.get(schema::COL_HASH, &hash).unwrap().unwrap()).unwrap();
 		let key = schema::expiry_key(statement.expiry(), id);
 		ops.push((schema::COL_EXPIRY, key.to_vec(), Some(hash.to_vec())));
+		let account = statement.account_id().unwrap();
+		let key = schema::account_key(&account, statement.expiry(), id);
+		ops.push((schema::COL_ACCOUNT, key.to_vec(), Some(hash.to_vec())));
 		ids.push(id);
 	}
 	ids.sort();
 	let mut iter = db.iter(schema::COL_POSTING).unwrap();
 	iter.seek(&[schema::EXPIRY_PREFIX]).unwrap();
-	while let Some((key, _)) = iter.next().unwrap() {
+	while let Some((key, value)) = iter.next().unwrap() {
 		if key[0] == schema::EXPIRY_PREFIX {
 			ops.push((schema::COL_POSTING, key, Some(encode_segment(&ids[..20]))));
+		} else if key[0] == schema::ACCOUNT_PREFIX {
+			// Half of each account's list already moved.
+			let mut pairs = Vec::new();
+			crate::posting::decode_pairs(&value, &mut pairs).unwrap();
+			pairs.truncate(pairs.len() / 2);
+			ops.push((schema::COL_POSTING, key, Some(crate::posting::encode_pairs(&pairs))));
 		}
 	}
 	drop(iter);
