@@ -190,7 +190,7 @@ impl<'a> Batch<'a> {
 		for key in record.posting_keys() {
 			self.posting(key, id, true)?;
 		}
-		self.postings.push((PostingKey::All, id, true));
+		self.posting(PostingKey::All, id, true)?;
 		let usage = self.usage_mut(&account)?;
 		usage.count += 1;
 		usage.data_size += u64::from(record.data_len);
@@ -230,7 +230,7 @@ impl<'a> Batch<'a> {
 		for key in record.posting_keys() {
 			self.posting(key, id, false)?;
 		}
-		self.postings.push((PostingKey::All, id, false));
+		self.posting(PostingKey::All, id, false)?;
 		let usage = self.usage_mut(&record.account)?;
 		usage.count = usage.count.saturating_sub(1);
 		usage.data_size = usage.data_size.saturating_sub(u64::from(record.data_len));

@@ -72,23 +72,14 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 	inner.writeback.checkpoint()?;
 	let db = inner.db.raw();
 	let mut report = CheckReport::default();
-	let (mut total_size, mut sizes_known, mut entries) = (0u64, true, Vec::new());
-	let mut journal = db.iter(schema::COL_JOURNAL)?;
-	journal.seek_to_first()?;
-	while let Some((key, value)) = journal.next()? {
-		let (id, hash) = schema::journal_entry(&key, &value)?;
-		entries.push((id, hash));
-		if entries.len() as u64 % PROGRESS == 0 {
-			log::info!(target: "statement-store", "check: read {} journal entries", entries.len());
-		}
-	}
-	drop(journal);
+	let (mut total_size, mut sizes_known) = (0u64, true);
+	let entries = crate::read::stored_ids(db, 0, Id::MAX, usize::MAX)?;
 	report.statements = entries.len() as u64;
-	for (n, (id, hash)) in entries.iter().enumerate() {
+	for (n, id) in entries.iter().enumerate() {
 		if (n as u64 + 1) % PROGRESS == 0 {
 			log::info!(target: "statement-store", "check: verified {} of {} statements", n + 1, entries.len());
 		}
-		let Some(record) = check_statement(db, *id, hash, &mut report)? else {
+		let Some(record) = check_statement(db, *id, &mut report)? else {
 			// The counters still count it, with the size of the body it was admitted with:
 			// a damaged body keeps its length, a missing one leaves the size unknown.
 			match db.get(schema::COL_BODY, &schema::body_key(*id))? {
@@ -128,14 +119,14 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 	})?;
 	if bodies != report.statements {
 		report.problem(format!(
-			"the body table holds {bodies} statements, the journal {}",
+			"the body table holds {bodies} statements, the list of stored ids {}",
 			report.statements
 		));
 	}
 	let counters = *inner.writer.lock();
 	if counters.count != report.statements || (sizes_known && counters.total_size != total_size) {
 		report.problem(format!(
-			"the counters say {} statements of {} bytes; the journal holds {} of {total_size}",
+			"the counters say {} statements of {} bytes; the stored ids are {} of {total_size}",
 			counters.count, counters.total_size, report.statements
 		));
 	}
@@ -143,20 +134,19 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 }
 
 /// Check statement `id`'s body and record; returns the record if both are sound.
-fn check_statement(
-	db: &parity_db::Db,
-	id: Id,
-	hash: &[u8; 32],
-	report: &mut CheckReport,
-) -> Result<Option<Record>> {
+fn check_statement(db: &parity_db::Db, id: Id, report: &mut CheckReport) -> Result<Option<Record>> {
 	let Some(body) = db.get(schema::COL_BODY, &schema::body_key(id))? else {
 		report.problem(format!("statement {id}: its body is missing"));
 		return Ok(None);
 	};
-	if hash_encoded(&body) != *hash {
-		report.problem(format!("statement {id}: its body does not match its hash"));
+	let hash = hash_encoded(&body);
+	let Some(stored) = db.get(schema::COL_HASH, &hash)? else {
+		report.problem(format!(
+			"statement {id}: its body does not match its hash (nothing is stored under the \
+			 body's hash)"
+		));
 		return Ok(None);
-	}
+	};
 	let statement = match Statement::from_bytes(&body) {
 		Ok(statement) => statement,
 		Err(err) => {
@@ -168,14 +158,10 @@ fn check_statement(
 		report.problem(format!("statement {id}: its signature does not verify"));
 		return Ok(None);
 	}
-	match db.get(schema::COL_HASH, hash)?.as_deref().map(schema::le_u64_prefix) {
-		Some(Some(stored)) if stored == id => Ok(Record::of(id, &statement, body.len())),
-		Some(_) => {
+	match schema::le_u64_prefix(&stored) {
+		Some(stored) if stored == id => Ok(Record::of(id, &statement, body.len())),
+		_ => {
 			report.problem(format!("statement {id}: its hash entry names another id"));
-			Ok(None)
-		}
-		None => {
-			report.problem(format!("statement {id}: its hash entry is missing"));
 			Ok(None)
 		}
 	}
@@ -183,12 +169,8 @@ fn check_statement(
 
 /// Every id in the posting lists and every hash in the account and expiry indexes must be a
 /// stored statement.
-fn check_index_targets(
-	db: &parity_db::Db,
-	entries: &[(Id, [u8; 32])],
-	report: &mut CheckReport,
-) -> Result<()> {
-	let stored = |id: &Id| entries.binary_search_by_key(id, |(id, _)| *id).is_ok();
+fn check_index_targets(db: &parity_db::Db, entries: &[Id], report: &mut CheckReport) -> Result<()> {
+	let stored = |id: &Id| entries.binary_search(id).is_ok();
 	let mut iter = db.iter(schema::COL_POSTING)?;
 	iter.seek_to_first()?;
 	let (mut expiring, mut accounted) = (0u64, 0u64);
@@ -224,6 +206,18 @@ fn check_index_targets(
 			));
 		}
 	}
+	let mut journal = db.iter(schema::COL_JOURNAL)?;
+	journal.seek_to_first()?;
+	while let Some((key, value)) = journal.next()? {
+		let (id, hash) = schema::journal_entry(&key, &value)?;
+		if !stored(&id)
+			|| db.get(schema::COL_HASH, &hash)?.as_deref().and_then(schema::le_u64_prefix)
+				!= Some(id)
+		{
+			report.problem(format!("journal entry {id}: not a stored statement"));
+		}
+	}
+	drop(journal);
 	// Schema 2's indexes, moved into the lists when the database was upgraded.
 	for (col, name) in [(schema::COL_ACCOUNT, "account"), (schema::COL_EXPIRY, "expiry")] {
 		let mut iter = db.iter(col)?;

@@ -89,15 +89,61 @@ fn to_schema_3(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 		encode_pairs,
 		|a, b| a.0 == b.0,
 	)?;
+	let listed = list_stored_ids(db, (path, sync))?;
 	let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(3u32.encode()));
 	writeback::commit(db, vec![version], sync)?;
 	apply_log(db)?;
 	log::info!(
 		target: "statement-store",
-		"{path}: upgraded to schema 3 in {:?} ({expiry} expiry and {account} account entries moved)",
+		"{path}: upgraded to schema 3 in {:?} ({expiry} expiry and {account} account entries \
+		 moved, {listed} ids listed; the journal is pruned after the next membership snapshot)",
 		started.elapsed()
 	);
 	Ok(())
+}
+
+/// Write the list of stored ids ([`PostingKey::All`]) from schema 2's journal, which held
+/// every statement. The journal stays as it is until the next membership snapshot prunes
+/// it, so a crash midway redoes this from the start (merging ids already listed changes
+/// nothing). Returns how many ids were listed.
+fn list_stored_ids(db: &parity_db::Db, (path, sync): (&str, bool)) -> Result<u64> {
+	let all = PostingKey::All;
+	let mut listed = 0u64;
+	let mut after = None;
+	loop {
+		let mut lists: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+		let mut count = 0;
+		let mut iter = db.iter(schema::COL_JOURNAL)?;
+		match after {
+			Some(id) => iter.seek(&schema::id_key(id + 1))?,
+			None => iter.seek_to_first()?,
+		}
+		while count < MOVE_CHUNK {
+			let Some((key, _)) = iter.next()? else { break };
+			let id = schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_JOURNAL, "key"))?;
+			lists.entry(all.segment_base(id)).or_default().push(id);
+			after = Some(id);
+			count += 1;
+		}
+		drop(iter);
+		if count == 0 {
+			return Ok(listed);
+		}
+		listed += count as u64;
+		let mut ops = Vec::new();
+		for (base, mut ids) in lists {
+			let key = all.segment_key(base);
+			if let Some(bytes) = db.get(schema::COL_POSTING, &key)? {
+				decode_segment(&bytes, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "list"))?;
+			}
+			ids.sort_unstable();
+			ids.dedup();
+			ops.push((schema::COL_POSTING, key, Some(encode_segment(&ids))));
+		}
+		writeback::commit(db, ops, sync)?;
+		apply_log(db)?;
+		log::info!(target: "statement-store", "{path}: schema 3: {listed} stored ids listed");
+	}
 }
 
 /// Move every entry of a schema 2 index (`col`) into lists in [`schema::COL_POSTING`]:

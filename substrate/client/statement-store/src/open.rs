@@ -1,5 +1,5 @@
 //! Opening a store: the directory and schema checks, migration, the membership set (from
-//! its snapshot, caught up from the journal and the removal log, or from the journal), the
+//! its snapshot, caught up from the journal and the removal log, or from every body), the
 //! intent-log redo after a crash, and trimming to the configured limits.
 
 use crate::{
@@ -10,7 +10,7 @@ use crate::{
 	membership::SnapshotMark,
 	membership::{Membership, SnapshotTag},
 	metrics::Metrics,
-	read::has_segments,
+	read::{has_segments, stored_ids},
 	schema::{self, Counters, Id, PostingKey},
 	snapshot::{snapshot_tag, SNAPSHOT_FILE},
 	staging::Database,
@@ -133,7 +133,7 @@ impl Store {
 						log::warn!(
 							target: "statement-store",
 							"{shown}: the membership snapshot and the removal log do not add up to \
-							 the database; reading the journal"
+							 the database; reading every statement"
 						);
 						None
 					}
@@ -165,7 +165,7 @@ impl Store {
 					log::info!(
 						target: "statement-store",
 						"{shown}: no usable membership snapshot (the last run did not close \
-						 cleanly?), reading the journal of {} statements",
+						 cleanly?), reading the bodies of {} statements",
 						counters.count
 					);
 				}
@@ -175,7 +175,7 @@ impl Store {
 					return Err(Error::Corrupt {
 						path: shown,
 						detail: format!(
-							"counters say {} statements and next id {}, the journal holds {} up \
+							"counters say {} statements and next id {}, the stored ids are {} up \
 							 to id {}",
 							counters.count, counters.next_id, journal.count, journal.next_id
 						),
@@ -279,7 +279,7 @@ fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 		None => {
 			let mut journal = db.iter(schema::COL_JOURNAL)?;
 			journal.seek_to_first()?;
-			if journal.next()?.is_some() {
+			if journal.next()?.is_some() || has_segments(db, PostingKey::All)? {
 				return Err(corrupt(
 					"statements are present but the schema version is missing".into(),
 				));
@@ -406,7 +406,7 @@ fn catch_up(
 			let Some(entry) = entries.get(offset..offset + schema::REMOVAL_ENTRY) else {
 				log::warn!(
 					target: "statement-store",
-					"{path}: the removal log lacks removal {at}; reading the journal"
+					"{path}: the removal log lacks removal {at}; reading every statement"
 				);
 				return Ok(None);
 			};
@@ -421,10 +421,10 @@ fn catch_up(
 	Ok(Some((added, removed)))
 }
 
-/// Check a loaded snapshot against the database: journal entries spread over the id range
-/// must be in the set and their bodies must match their hashes. `Ok(false)` if the snapshot
-/// disagrees with the journal (the caller reads the journal instead); an error if a body is
-/// damaged.
+/// Check a loaded snapshot against the database: statements spread over the id range must
+/// be in the set, and (with `bodies`) their bodies must hash to a hash stored under their id.
+/// `Ok(false)` if the snapshot disagrees with the database (the caller reads every body
+/// instead); an error if a body is damaged.
 fn check_samples(
 	db: &parity_db::Db,
 	set: &Membership,
@@ -435,20 +435,15 @@ fn check_samples(
 	if counters.count == 0 {
 		return Ok(true);
 	}
-	let mut iter = db.iter(schema::COL_JOURNAL)?;
 	let step = (counters.next_id / OPEN_SAMPLES).max(1);
 	let mut from = 1;
 	while from < counters.next_id {
-		iter.seek(&schema::id_key(from))?;
-		let Some((key, value)) = iter.next()? else { break };
-		let (id, hash) = schema::journal_entry(&key, &value)?;
-		if bodies {
-			check_body(db, id, &hash, path)?;
-		}
-		if !set.contains(&hash) {
+		let Some(&id) = stored_ids(db, from, counters.next_id, 1)?.first() else { break };
+		let hash = body_hash(db, id, bodies, path)?;
+		if !hash.is_some_and(|hash| set.contains(&hash)) {
 			log::warn!(
 				target: "statement-store",
-				"{path}: the membership snapshot lacks statement {id}; reading the journal"
+				"{path}: the membership snapshot lacks statement {id}; reading every statement"
 			);
 			return Ok(false);
 		}
@@ -457,19 +452,34 @@ fn check_samples(
 	Ok(true)
 }
 
-fn check_body(db: &parity_db::Db, id: Id, hash: &Hash, path: &str) -> Result<()> {
-	let body = db.get(schema::COL_BODY, &schema::body_key(id))?;
-	if body.as_deref().map(statement_primitives::hash_encoded) != Some(*hash) {
-		return Err(Error::Corrupt {
-			path: path.into(),
-			detail: format!("the body of statement {id} is missing or does not match its hash"),
-		});
+/// The hash of statement `id`'s body; `None` if it has none. With `check`, the hash must be
+/// stored under `id` (else the body is damaged, or its table truncated or swapped): an error.
+fn body_hash(db: &parity_db::Db, id: Id, check: bool, path: &str) -> Result<Option<Hash>> {
+	let hash = db
+		.get(schema::COL_BODY, &schema::body_key(id))?
+		.map(|body| statement_primitives::hash_encoded(&body));
+	if check {
+		let stored = match &hash {
+			Some(hash) => {
+				db.get(schema::COL_HASH, hash)?.as_deref().and_then(schema::le_u64_prefix)
+			}
+			None => None,
+		};
+		if stored != Some(id) {
+			return Err(Error::Corrupt {
+				path: path.into(),
+				detail: format!("the body of statement {id} is missing or does not match its hash"),
+			});
+		}
 	}
-	Ok(())
+	Ok(hash)
 }
 
-/// Walk the admission journal (ids and hashes only) to fill the membership set, checking an
-/// evenly spread sample of bodies against their hashes (hashed, not decoded).
+/// Statements read per page while rebuilding the membership set.
+const LOAD_PAGE: usize = 4096;
+
+/// Fill the membership set from every stored statement's body (the snapshot is missing or
+/// does not fit), checking an evenly spread sample against the hashes stored under their ids.
 fn load_journal(
 	db: &parity_db::Db,
 	membership: &Membership,
@@ -477,27 +487,30 @@ fn load_journal(
 	bodies: bool,
 	path: &str,
 ) -> Result<JournalSummary> {
-	let mut iter = db.iter(schema::COL_JOURNAL)?;
-	iter.seek_to_first()?;
 	let stride = (expected / OPEN_SAMPLES).max(1);
 	let mut summary = JournalSummary { count: 0, next_id: 1 };
-	while let Some((key, value)) = iter.next()? {
-		let (id, hash) = schema::journal_entry(&key, &value)?;
-		if bodies && summary.count % stride == 0 {
-			check_body(db, id, &hash, path)?;
+	loop {
+		let ids = stored_ids(db, summary.next_id, Id::MAX, LOAD_PAGE)?;
+		for &id in &ids {
+			let sampled = bodies && summary.count % stride == 0;
+			// A missing body is counted: the counters then disagree, or `check-db` finds it.
+			if let Some(hash) = body_hash(db, id, sampled, path)? {
+				membership.insert(&hash);
+			}
+			summary.count += 1;
+			summary.next_id = id + 1;
+			if summary.count % 1_000_000 == 0 {
+				log::info!(
+					target: "statement-store",
+					"{path}: read {} of {expected} statements",
+					summary.count
+				);
+			}
 		}
-		membership.insert(&hash);
-		summary.count += 1;
-		summary.next_id = id + 1;
-		if summary.count % 1_000_000 == 0 {
-			log::info!(
-				target: "statement-store",
-				"{path}: read {} of {expected} journal entries",
-				summary.count
-			);
+		if ids.len() < LOAD_PAGE {
+			return Ok(summary);
 		}
 	}
-	Ok(summary)
 }
 
 #[cfg(test)]

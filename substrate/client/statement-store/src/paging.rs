@@ -9,6 +9,7 @@
 
 use crate::{
 	posting::intersect,
+	read::stored_ids,
 	schema::{self, Id, PostingKey},
 	store::{Inner, StatementsPage, Store},
 	Result,
@@ -28,9 +29,9 @@ pub struct Ids<T> {
 }
 
 /// Bodies read for a page, and the id after which the next page starts.
-pub struct Bodies<T> {
-	/// What was read.
-	pub read: Vec<(T, Vec<u8>)>,
+pub struct Bodies {
+	/// What was read: id, hash (of the body, checked) and body.
+	pub read: Vec<(Id, Hash, Vec<u8>)>,
 	/// Bytes in `read`.
 	pub bytes: usize,
 	/// Where the next page starts.
@@ -39,51 +40,21 @@ pub struct Bodies<T> {
 	pub complete: bool,
 }
 
-/// Something a page reads the body of.
-pub trait Entry {
-	/// Its id.
-	fn id(&self) -> Id;
-	/// Its hash, if the page has it already.
-	fn hash(&self) -> Option<Hash>;
-}
-
-impl Entry for Id {
-	fn id(&self) -> Id {
-		*self
-	}
-
-	fn hash(&self) -> Option<Hash> {
-		None
-	}
-}
-
-impl Entry for (Id, Hash) {
-	fn id(&self) -> Id {
-		self.0
-	}
-
-	fn hash(&self) -> Option<Hash> {
-		Some(self.1)
-	}
-}
-
 impl Inner {
-	/// Journal entries with ids in `(after, below)`, at most `limit`. Takes the view lock.
-	pub fn journal_page(&self, after: Id, below: Id, limit: usize) -> Result<Ids<(Id, Hash)>> {
+	/// Stored ids in `(after, below)`, at most `limit`, in admission order. Takes the view
+	/// lock.
+	pub fn journal_page(&self, after: Id, below: Id, limit: usize) -> Result<Ids<Id>> {
 		let _view = self.view.read();
-		let mut iter = self.db.iter(schema::COL_JOURNAL)?;
-		iter.seek(&schema::id_key(after.saturating_add(1)))?;
-		let mut entries = Vec::new();
-		while entries.len() < limit {
-			let Some((key, value)) = iter.next()? else { break };
-			let (id, hash) = schema::journal_entry(&key, &value)?;
-			if id >= below {
-				break;
-			}
-			entries.push((id, hash));
-		}
-		let scanned_to = entries.last().map(|(id, _)| *id);
+		self.db.hand_over()?;
+		let entries = stored_ids(self.db.raw(), after.saturating_add(1), below, limit)?;
+		let scanned_to = entries.last().copied();
 		Ok(Ids { entries, scanned_to })
+	}
+
+	/// Whether `id` is listed among the stored statements (through the staged batches).
+	pub fn is_stored_id(&self, id: Id) -> Result<bool> {
+		let all = PostingKey::All;
+		Ok(self.segment_ids(&all.segment_key(all.segment_base(id)))?.binary_search(&id).is_ok())
 	}
 
 	/// Ids in `(after, below)` of stored statements matching `filter`, a page of at most
@@ -105,11 +76,7 @@ impl Inner {
 			}
 			TopicFilter::MatchAll(topics) | TopicFilter::MatchAny(topics) => Some(topics),
 		};
-		let Some(topics) = topics else {
-			let page = self.journal_page(after, below, limit)?;
-			let entries = page.entries.into_iter().map(|(id, _)| id).collect();
-			return Ok(Ids { entries, scanned_to: page.scanned_to });
-		};
+		let Some(topics) = topics else { return self.journal_page(after, below, limit) };
 		let _view = self.view.read();
 		let mut lists = Vec::with_capacity(topics.len());
 		for topic in topics {
@@ -137,32 +104,27 @@ impl Inner {
 	/// Bodies of `ids` (taken after `after` by an earlier page), read without the view lock,
 	/// in order, skipping statements removed since, until the next would take the page past
 	/// `max_bytes` (with `first_free`, the first is read whatever its size).
-	pub fn page_bodies<T: Entry>(
+	pub fn page_bodies(
 		&self,
-		ids: Ids<T>,
+		ids: Ids<Id>,
 		after: Id,
 		max_bytes: usize,
 		first_free: bool,
-	) -> Result<Bodies<T>> {
+	) -> Result<Bodies> {
 		let mut bodies = Bodies { read: Vec::new(), bytes: 0, cursor: after, complete: true };
 		let Some(scanned_to) = ids.scanned_to else { return Ok(bodies) };
-		for entry in ids.entries {
-			let id = entry.id();
+		for id in ids.entries {
 			let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
 				bodies.cursor = id;
 				continue;
 			};
-			// Checked against its hash, as every body read from disk (see
-			// `Inner::body_from_disk`). Without the view lock a hash that is no longer
-			// stored may be a removal since: the journal tells removal from damage.
-			let actual = statement_primitives::hash_encoded(&body);
-			let sound = match entry.hash() {
-				Some(hash) => actual == hash,
-				None => self.membership.contains(&actual),
-			};
-			if !sound {
-				let journal = self.db.get(schema::COL_JOURNAL, &schema::id_key(id))?;
-				if journal.is_some() {
+			// Checked against the stored hashes, as every body read from disk without its
+			// hash (see `Inner::body_from_disk`). Without the view lock a hash that is no
+			// longer stored may be a removal since: the list of stored ids tells removal
+			// from damage.
+			let hash = statement_primitives::hash_encoded(&body);
+			if !self.membership.contains(&hash) {
+				if self.is_stored_id(id)? {
 					self.quarantine(id, "has a body that does not match its hash");
 				}
 				bodies.cursor = id;
@@ -174,7 +136,7 @@ impl Inner {
 				return Ok(bodies);
 			}
 			bodies.bytes += body.len();
-			bodies.read.push((entry, body));
+			bodies.read.push((id, hash, body));
 			bodies.cursor = id;
 		}
 		bodies.cursor = scanned_to;

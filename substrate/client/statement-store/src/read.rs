@@ -120,8 +120,7 @@ impl Inner {
 			let bodies = self.page_bodies(ids, after, budget, first_free)?;
 			after = bodies.cursor;
 			bytes += bodies.bytes;
-			page.statements
-				.extend(bodies.read.into_iter().map(|((id, hash), body)| (id, hash, body)));
+			page.statements.extend(bodies.read);
 			if !bodies.complete {
 				break;
 			}
@@ -136,29 +135,13 @@ impl Inner {
 		self.cache.get_or_load(key, |key| self.list_from_disk(key))
 	}
 
-	/// The ids of `key`'s list, read from disk (the journal for [`PostingKey::All`]).
-	/// Segments are read by ordered iteration, which needs the staged batches in parity-db:
-	/// handed over first (overlaying the staged layers on parity-db's answer instead would
-	/// race with the drain thread replacing those layers).
+	/// The ids of `key`'s list, read from disk. Segments are read by ordered iteration,
+	/// which needs the staged batches in parity-db: handed over first (overlaying the staged
+	/// layers on parity-db's answer instead would race with the drain thread replacing those
+	/// layers).
 	fn list_from_disk(&self, key: PostingKey) -> Result<Vec<Id>> {
-		match key {
-			PostingKey::All => self.all_ids(),
-			_ => {
-				self.db.hand_over()?;
-				segments(self.db.raw(), key)
-			}
-		}
-	}
-
-	/// Every stored id, from the journal.
-	fn all_ids(&self) -> Result<Vec<Id>> {
-		let mut iter = self.db.iter(schema::COL_JOURNAL)?;
-		iter.seek_to_first()?;
-		let mut ids = Vec::new();
-		while let Some((key, _)) = iter.next()? {
-			ids.push(schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_JOURNAL, "key"))?);
-		}
-		Ok(ids)
+		self.db.hand_over()?;
+		segments(self.db.raw(), key)
 	}
 
 	/// The encoding of an indexed id, from the body cache or read from disk (shared with the
@@ -302,6 +285,55 @@ impl Inner {
 fn carries(statement: &Statement, key: Option<DecryptionKey>, topics: &[Topic]) -> bool {
 	statement.decryption_key() == key
 		&& topics.iter().all(|topic| statement.topics().contains(topic))
+}
+
+/// Stored ids in `[from, below)` in admission order, at most `limit`, from the segments of
+/// [`PostingKey::All`] as parity-db holds them (callers hand the staged batches over first).
+pub(crate) fn stored_ids(db: &parity_db::Db, from: Id, below: Id, limit: usize) -> Result<Vec<Id>> {
+	let all = PostingKey::All;
+	let prefix = all.prefix();
+	let mut iter = db.iter(schema::COL_POSTING)?;
+	iter.seek(&all.segment_key(all.segment_base(from)))?;
+	let (mut ids, mut segment) = (Vec::new(), Vec::new());
+	while ids.len() < limit {
+		let Some((key, value)) = iter.next()? else { break };
+		if !key.starts_with(&prefix) {
+			break;
+		}
+		segment.clear();
+		decode_segment(&value, &mut segment).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
+		for &id in segment.iter().filter(|id| **id >= from) {
+			if id >= below || ids.len() == limit {
+				return Ok(ids);
+			}
+			ids.push(id);
+		}
+	}
+	Ok(ids)
+}
+
+/// The highest stored id, from the last segment of [`PostingKey::All`] as parity-db holds it.
+pub(crate) fn last_stored_id(db: &parity_db::Db) -> Result<Option<Id>> {
+	let prefix = PostingKey::All.prefix();
+	let mut past = prefix.clone();
+	past[0] += 1;
+	let mut iter = db.iter(schema::COL_POSTING)?;
+	iter.seek(&past)?;
+	while let Some((key, value)) = iter.prev()? {
+		if key >= past {
+			continue;
+		}
+		if !key.starts_with(&prefix) {
+			return Ok(None);
+		}
+		let mut ids = Vec::new();
+		decode_segment(&value, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
+		// Segments are deleted when they empty; an empty one is passed over all the same.
+		if let Some(last) = ids.last() {
+			return Ok(Some(*last));
+		}
+	}
+	Ok(None)
 }
 
 /// Whether `key` has any segment on disk.

@@ -21,7 +21,10 @@ pub const COL_BODY: ColId = 1;
 /// the body. Schema 2 stored the whole record here, starting with the id: such values are
 /// read by their first 8 bytes, so they need no rewriting.
 pub const COL_HASH: ColId = 2;
-/// Admission journal, btree: id (BE) -> hash. Ordered, so "statements since N" is a seek.
+/// Recent admissions, btree: id (BE) -> hash, for the statements admitted since the newest
+/// membership snapshot: opening after a crash adds their hashes to the snapshot's set without
+/// reading their bodies. Older entries are pruned once a snapshot covers them (schema 2 kept
+/// every statement's entry); the ids of every stored statement are [`PostingKey::All`]'s list.
 pub const COL_JOURNAL: ColId = 3;
 /// Posting lists, btree: [`PostingKey`] ++ segment base (BE) -> delta-encoded ids; and the
 /// account lists, [`account_list_key`] -> (id, expiry's low 32 bits) pairs.
@@ -51,7 +54,9 @@ pub const COLUMNS: u8 = 11;
 /// ~110 a statement; values written by schema 2 start with the id and are read the same way),
 /// the expiry order is a posting list per expiry second ([`PostingKey::Expiry`]) and each
 /// account's statements a list per account and expiry second ([`account_list_key`]), instead
-/// of one btree entry per statement in each.
+/// of one btree entry per statement in each; every stored id is listed in
+/// [`PostingKey::All`]'s segments, and the journal keeps only admissions since the newest
+/// membership snapshot.
 pub const SCHEMA_VERSION: u32 = 3;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
@@ -221,8 +226,7 @@ impl Record {
 /// Names one posting list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PostingKey {
-	/// Every stored statement. Never written as segments: read from the journal, and kept
-	/// up to date in the cache like the others.
+	/// Every stored statement, in admission order.
 	All,
 	/// Statements that carry a decryption key (any key).
 	Keyed,
@@ -273,8 +277,7 @@ pub const EXPIRY_PREFIX: u8 = 5;
 pub const EXPIRY_SEGMENT_KEY: usize = 1 + 8 + 8;
 
 impl PostingKey {
-	/// Byte prefix of this list's segments in [`COL_POSTING`] ([`PostingKey::All`] has no
-	/// segments; its prefix matches nothing on disk).
+	/// Byte prefix of this list's segments in [`COL_POSTING`].
 	pub fn prefix(&self) -> Vec<u8> {
 		let mut out = Vec::with_capacity(33);
 		match self {
@@ -297,11 +300,12 @@ impl PostingKey {
 	}
 
 	/// Ids a segment of this list spans: [`crate::posting::SEGMENT_SPAN`], and a sixteenth
-	/// of that for the expiry lists, where the statements of one busy second hold nearly
-	/// every id and a segment of 4,096 would be rewritten whole (up to 4 KiB) by each submit.
+	/// of that for the list of all statements and the expiry lists, which hold nearly every
+	/// id (all of them, or those of one busy second), where a segment of 4,096 would be
+	/// rewritten whole (up to 4 KiB) by each submit.
 	pub fn segment_span(&self) -> Id {
 		match self {
-			PostingKey::Expiry(_) => crate::posting::SEGMENT_SPAN / 16,
+			PostingKey::All | PostingKey::Expiry(_) => crate::posting::SEGMENT_SPAN / 16,
 			_ => crate::posting::SEGMENT_SPAN,
 		}
 	}

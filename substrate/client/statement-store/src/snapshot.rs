@@ -3,11 +3,14 @@
 
 use crate::{
 	membership::{SnapshotMark, SnapshotTag},
-	schema::{self, Counters},
+	schema::{self, Counters, Id},
 	store::{Inner, Store},
 	Error, Result,
 };
 use std::sync::atomic::Ordering;
+
+/// Journal entries deleted per staged change when a snapshot covers them.
+const PRUNE_CHUNK: usize = 16_384;
 
 /// The membership snapshot, written when the store closes, next to parity-db's files.
 pub const SNAPSHOT_FILE: &str = "membership.snapshot";
@@ -54,6 +57,8 @@ impl Store {
 			at: std::time::Instant::now(),
 			trimmed_below: trim_below.max(mark.trimmed_below),
 		};
+		drop(mark);
+		self.prune_journal(tag.next_id)?;
 		log::debug!(
 			target: "statement-store",
 			"wrote {} ({} statements) in {:?}, submits held for {copied:?}",
@@ -61,6 +66,43 @@ impl Store {
 			tag.count,
 			started.elapsed()
 		);
+		Ok(())
+	}
+
+	/// Delete the journal's entries below `below` (the next id of the snapshot just written,
+	/// which holds their hashes): a chunk per staged change, each taking the writer lock
+	/// only while it is staged. After an upgrade from schema 2 this is every statement's
+	/// entry, once.
+	fn prune_journal(&self, below: Id) -> Result<()> {
+		let inner = &self.inner;
+		let mut pruned = 0u64;
+		loop {
+			let mut ops = Vec::new();
+			// Hands the staged changes over first, so the last chunk's deletes are seen.
+			let mut iter = inner.db.iter(schema::COL_JOURNAL)?;
+			iter.seek_to_first()?;
+			while ops.len() < PRUNE_CHUNK {
+				let Some((key, _)) = iter.next()? else { break };
+				if schema::be_u64(&key, 0).is_none_or(|id| id >= below) {
+					break;
+				}
+				ops.push((schema::COL_JOURNAL, key, None));
+			}
+			drop(iter);
+			let chunk = ops.len();
+			if chunk > 0 {
+				let _counters = inner.writer.lock();
+				let _view = inner.view.write();
+				inner.db.stage(ops);
+			}
+			pruned += chunk as u64;
+			if chunk < PRUNE_CHUNK {
+				break;
+			}
+		}
+		if pruned >= PRUNE_CHUNK as u64 {
+			log::info!(target: "statement-store", "pruned {pruned} journal entries the snapshot covers");
+		}
 		Ok(())
 	}
 
@@ -105,28 +147,28 @@ impl Inner {
 }
 
 /// What the database says now, for tagging a membership snapshot: the counters, the
-/// removal-log position and the newest journal entry, whose id must be below the next id.
+/// removal-log position and the hash of the newest stored statement, whose id must be below
+/// the next id.
 pub(crate) fn snapshot_tag(
 	db: &parity_db::Db,
 	counters: &Counters,
 	removals: u64,
 	path: &str,
 ) -> Result<SnapshotTag> {
-	let mut iter = db.iter(schema::COL_JOURNAL)?;
-	iter.seek_to_last()?;
 	let mut last_hash = [0u8; 32];
-	if let Some((key, value)) = iter.prev()? {
-		let (id, hash) = schema::journal_entry(&key, &value)?;
+	if let Some(id) = crate::read::last_stored_id(db)? {
 		if id >= counters.next_id {
 			return Err(Error::Corrupt {
 				path: path.into(),
 				detail: format!(
-					"the journal holds id {id} but the counters give out {} next",
+					"statement {id} is stored but the counters give out {} next",
 					counters.next_id
 				),
 			});
 		}
-		last_hash = hash;
+		if let Some(body) = db.get(schema::COL_BODY, &schema::body_key(id))? {
+			last_hash = statement_primitives::hash_encoded(&body);
+		}
 	}
 	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash, removals })
 }

@@ -19,7 +19,7 @@
 use crate::{
 	paging::PAGE_IDS,
 	posting::intersect,
-	schema::{self, Id, PostingKey, Record},
+	schema::{Id, PostingKey, Record},
 	Error, Result, Store,
 };
 use parking_lot::Mutex;
@@ -217,7 +217,7 @@ impl Subscription {
 			replay.after = bodies.cursor;
 			if !bodies.read.is_empty() {
 				self.largest_page = self.largest_page.max(bodies.bytes);
-				return Ok(Some(bodies.read.into_iter().map(|(_, body)| body).collect()));
+				return Ok(Some(bodies.read.into_iter().map(|(_, _, body)| body).collect()));
 			}
 		}
 		Ok(None)
@@ -352,12 +352,8 @@ impl Store {
 		let _view = self.inner.view.read();
 		// Every stored statement has a lower id, every later one a higher id.
 		let below = {
-			let mut iter = self.inner.db.iter(schema::COL_JOURNAL)?;
-			iter.seek_to_last()?;
-			match iter.prev()? {
-				Some((key, value)) => schema::journal_entry(&key, &value)?.0 + 1,
-				None => 1,
-			}
+			self.inner.db.hand_over()?;
+			crate::read::last_stored_id(self.inner.db.raw())?.map_or(1, |id| id + 1)
 		};
 		let total = match &filter {
 			TopicFilter::MatchAll(topics) if !topics.is_empty() => {
