@@ -82,8 +82,17 @@ pub fn removal_segment_key(segment: u64) -> Vec<u8> {
 	key
 }
 
-/// parity-db options for the layout above.
+/// parity-db options for the layout above. The meta column is a btree in databases created
+/// since schema 3: as a hash column its index took 32 MiB from the start for a few keys. A
+/// database created before keeps a hash column there, as parity-db requires a column to keep
+/// its kind.
 pub fn db_options(path: &Path, sync_wal: bool) -> Options {
+	let meta_btree = match Options::load_metadata(path) {
+		Ok(Some(metadata)) => {
+			metadata.columns.get(COL_META as usize).is_none_or(|column| column.btree_index)
+		}
+		_ => true,
+	};
 	let mut options = Options::with_columns(path, COLUMNS);
 	options.sync_wal = sync_wal;
 	// Without sync_wal the store promises to survive the process being killed, which the
@@ -101,7 +110,7 @@ pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 			btree_index: matches!(
 				col,
 				COL_JOURNAL | COL_POSTING | COL_ACCOUNT | COL_EXPIRY | COL_BAN_ORDER | COL_USAGE
-			),
+			) || (col == COL_META && meta_btree),
 			uniform: matches!(col, COL_BODY | COL_HASH | COL_BAN),
 			..ColumnOptions::default()
 		};
@@ -423,6 +432,21 @@ mod tests {
 		let mut record = Record::new(1, [0; 32], &Statement::new(), 10);
 		record.expiry = (9 << 32) | 5;
 		assert_eq!(record.posting_keys().last(), Some(PostingKey::Expiry(9)));
+	}
+
+	#[test]
+	fn a_new_database_has_a_btree_meta_column_and_an_old_one_keeps_its_hash_column() {
+		let dir = tempfile::tempdir().unwrap();
+		assert!(db_options(dir.path(), false).columns[COL_META as usize].btree_index);
+		let mut old = db_options(dir.path(), false);
+		old.columns[COL_META as usize].btree_index = false;
+		let db = parity_db::Db::open_or_create(&old).unwrap();
+		db.commit(vec![(COL_META, KEY_SCHEMA.to_vec(), Some(2u32.encode()))]).unwrap();
+		drop(db);
+		let options = db_options(dir.path(), false);
+		assert!(!options.columns[COL_META as usize].btree_index);
+		let db = parity_db::Db::open(&options).unwrap();
+		assert_eq!(db.get(COL_META, KEY_SCHEMA).unwrap(), Some(2u32.encode()));
 	}
 
 	#[test]
