@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use statement_primitives::{StatementSource, StatementStore, SubmitResult};
+use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
 use statement_store::Store;
 use std::{
 	path::{Path, PathBuf},
@@ -203,27 +203,37 @@ fn flip_in_table(dir: &Path, col: u8, pattern: &[u8]) -> PathBuf {
 	panic!("{pattern:?} is in no table file of column {col}");
 }
 
+fn damage_data(n: u32) -> Vec<u8> {
+	format!("statement number {n:05} of the damage test").into_bytes()
+}
+
+/// A store at `dir` of 2,000 statements whose statement 9 has a flipped byte in its body on
+/// disk; returns that statement. It has id 10, which the sampled check at open does not look
+/// at (it checks every 31st id of 2,000 from 1), so the store opens and meets the damage on
+/// a read.
+fn with_a_damaged_body(dir: &Path, clock: &TestClock) -> Statement {
+	let store = open(dir, clock);
+	for n in 0..2_000u32 {
+		let statement = simple(n % 20, &[n % 2], &damage_data(n));
+		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
+	}
+	drop(store);
+	flip_in_table(dir, 1, &damage_data(9));
+	simple(9, &[1], &damage_data(9))
+}
+
 #[test]
 fn a_damaged_body_on_disk_is_left_out_of_answers_counted_and_found_by_check() {
 	let parent = tempfile::tempdir().unwrap();
 	let dir = parent.path().join("statements");
 	let dir = dir.as_path();
 	let clock = TestClock::new();
-	let store = open(dir, &clock);
-	let data = |n: u32| format!("statement number {n:05} of the damage test").into_bytes();
-	for n in 0..2_000u32 {
-		let statement = simple(n % 20, &[n % 2], &data(n));
-		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
-	}
-	drop(store);
-	// Statement 9 has id 10, which the sampled check at open does not look at (it checks
-	// every 31st id of 2,000 from 1), so the store opens and meets the damage on a read.
-	let damaged = simple(9, &[1], &data(9));
-	flip_in_table(dir, 1, &data(9));
+	let damaged = with_a_damaged_body(dir, &clock);
 	let store = open(dir, &clock);
 	let answer = store.broadcasts(&[topic(1)]).unwrap();
 	assert_eq!(answer.len(), 999, "the rest of the answer comes");
-	let mut expected: Vec<Vec<u8>> = (1..2_000).step_by(2).filter(|n| *n != 9).map(data).collect();
+	let mut expected: Vec<Vec<u8>> =
+		(1..2_000).step_by(2).filter(|n| *n != 9).map(damage_data).collect();
 	let mut answer = answer;
 	answer.sort();
 	expected.sort();
@@ -253,20 +263,12 @@ fn a_damaged_body_holds_up_neither_expiry_nor_removals() {
 	let dir = parent.path().join("statements");
 	let dir = dir.as_path();
 	let clock = TestClock::new();
-	let store = open(dir, &clock);
-	let data = |n: u32| format!("statement number {n:05} of the expiry damage test").into_bytes();
-	for n in 0..2_000u32 {
-		let statement = simple(n % 20, &[n % 2], &data(n));
-		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
-	}
-	drop(store);
-	// As above: id 10, which the sampled check at open does not read. A removal reads what
-	// to unindex from the body, so this statement cannot be unindexed until `repair`.
-	let damaged = simple(9, &[1], &data(9));
-	flip_in_table(dir, 1, &data(9));
+	// A removal reads what to unindex from the body, so this one cannot be unindexed until
+	// `repair`.
+	let damaged = with_a_damaged_body(dir, &clock);
 	let store = open(dir, &clock);
 	store.remove(&damaged.hash()).unwrap();
-	store.remove(&simple(11, &[1], &data(11)).hash()).unwrap();
+	store.remove(&simple(11, &[1], &damage_data(11)).hash()).unwrap();
 	assert_eq!(store.len(), 1999, "the intact one went, the damaged one stays");
 	clock.set(NOW + 3601);
 	let report = store.maintain_for(std::time::Duration::from_secs(600)).unwrap();
