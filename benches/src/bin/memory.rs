@@ -121,32 +121,49 @@ fn generate(dir: &Path, n: u32) {
 	let next = AtomicU64::new(0);
 	let started = Instant::now();
 	let chunk = 1000u64;
+	let filled = std::sync::atomic::AtomicBool::new(false);
 	std::thread::scope(|scope| {
-		for _ in 0..threads {
-			scope.spawn(|| loop {
-				let from = next.fetch_add(chunk, Ordering::Relaxed);
-				if from >= u64::from(n) {
-					break;
-				}
-				let to = (from + chunk).min(u64::from(n));
-				for i in from..to {
-					let statement = fixture::statement(i as u32, &keys);
-					let outcome = ours.submit(statement.clone(), StatementSource::Local);
-					assert_eq!(outcome, SubmitResult::New, "our store refused statement {i}");
-					baseline.insert_verified(statement).expect("baseline insert");
-				}
-				let step = (u64::from(n) / 20).max(chunk);
-				if to % step < chunk {
-					let elapsed = started.elapsed().as_secs_f64();
-					let rate = to as f64 / elapsed;
-					eprintln!(
-						"  {to}/{n} statements, {rate:.0}/s, about {:.0} s left",
-						(u64::from(n) - to) as f64 / rate
-					);
-				}
-			});
+		// Maintenance as the node runs it (every 5 s by default), so that the store on disk is
+		// what a node leaves: snapshots written and the journal they cover pruned.
+		scope.spawn(|| {
+			while !filled.load(Ordering::Relaxed) {
+				std::thread::sleep(std::time::Duration::from_secs(5));
+				ours.maintain().expect("maintain our store");
+			}
+		});
+		let fillers: Vec<_> = (0..threads)
+			.map(|_| {
+				scope.spawn(|| loop {
+					let from = next.fetch_add(chunk, Ordering::Relaxed);
+					if from >= u64::from(n) {
+						break;
+					}
+					let to = (from + chunk).min(u64::from(n));
+					for i in from..to {
+						let statement = fixture::statement(i as u32, &keys);
+						let outcome = ours.submit(statement.clone(), StatementSource::Local);
+						assert_eq!(outcome, SubmitResult::New, "our store refused statement {i}");
+						baseline.insert_verified(statement).expect("baseline insert");
+					}
+					let step = (u64::from(n) / 20).max(chunk);
+					if to % step < chunk {
+						let elapsed = started.elapsed().as_secs_f64();
+						let rate = to as f64 / elapsed;
+						eprintln!(
+							"  {to}/{n} statements, {rate:.0}/s, about {:.0} s left",
+							(u64::from(n) - to) as f64 / rate
+						);
+					}
+				})
+			})
+			.collect();
+		for filler in fillers {
+			filler.join().expect("filler thread");
 		}
+		filled.store(true, Ordering::Relaxed);
 	});
+	// And once more after the last submit, as the node's next run would.
+	ours.maintain().expect("maintain our store");
 	drop(ours);
 	drop(baseline);
 	std::fs::write(&done, n.to_string()).expect("mark fixture complete");
