@@ -38,9 +38,13 @@
 //! # Layout and invariants
 //!
 //! Every statement gets a compact local id from an ever-growing admission counter. Its body
-//! (by id), its record (by hash), its journal entry, and its entries in the topic, decryption
-//! key, account, channel and expiry indexes are written in **one** parity-db commit together
-//! with the updated counters, so a crash at any point leaves all of them or none. (One commit
+//! (by id), its id (by hash), its journal entry, and its entries in the lists of stored ids,
+//! of its topics and decryption key, of its expiry second and of its account, and in the
+//! channel index are written in **one** parity-db commit together with the updated counters,
+//! so a crash at any point leaves all of them or none. What removing it needs besides (its
+//! account, topics, key, channel, sizes) is read from the body. Lists are delta-coded
+//! segments of ids, so an index costs a few bytes a statement rather than a btree entry (see
+//! `schema` for the layout, schema 3). (One commit
 //! may carry several consecutive batches: acknowledged batches are staged in memory in front
 //! of parity-db and handed over together, so a key many batches rewrite, such as a posting
 //! segment or the counters, is written once.)
@@ -50,9 +54,11 @@
 //! [`Config::snapshot_changes`] changes ([`Store::write_snapshot`]). Every removal is also
 //! appended to a removal log (id and fingerprint, in meta-column segments). Opening reads the
 //! snapshot; if the database moved on since (a crash), it adds the journal's entries after the
-//! snapshot and takes out the logged removals after it; the result must match the counters
-//! and pass a sampled check against the journal, else opening reads the whole journal's ids
-//! and hashes. Either way no body is decoded, and posting lists load on first use.
+//! snapshot (the journal keeps the hashes of statements admitted since the newest snapshot;
+//! each snapshot prunes the entries it covers) and takes out the logged removals after it;
+//! the result must match the counters and pass a sampled check of bodies against the hashes
+//! stored under their ids, else opening hashes every stored body. Either way no body is
+//! decoded, and posting lists load on first use.
 //!
 //! Queries hold a shared view lock for their whole run; a writer plans under its own lock
 //! without blocking readers, and takes the view lock exclusively only to publish its batch

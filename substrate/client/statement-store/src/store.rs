@@ -70,7 +70,7 @@ pub(crate) struct Inner {
 	pub banned: AtomicBool,
 	/// Where the next allowance re-check slice starts.
 	pub allowance_cursor: Mutex<Option<AccountId>>,
-	/// Whether opening read the membership set from its snapshot instead of the journal.
+	/// Whether opening read the membership set from its snapshot instead of hashing every body.
 	pub reopened_from_snapshot: bool,
 	/// Statements admitted and removed since that snapshot, which opening caught up on.
 	pub caught_up: (u64, u64),
@@ -140,8 +140,8 @@ impl Store {
 		self.inner.caught_up
 	}
 
-	/// Whether opening took the membership set from the snapshot written at the last clean
-	/// close, rather than reading the admission journal.
+	/// Whether opening took the membership set from its snapshot (written at the last clean
+	/// close or by maintenance), rather than hashing every stored body.
 	pub fn reopened_from_snapshot(&self) -> bool {
 		self.inner.reopened_from_snapshot
 	}
