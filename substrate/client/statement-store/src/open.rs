@@ -475,11 +475,9 @@ fn body_hash(db: &parity_db::Db, id: Id, check: bool, path: &str) -> Result<Opti
 	Ok(hash)
 }
 
-/// Statements read per page while rebuilding the membership set.
-const LOAD_PAGE: usize = 4096;
-
 /// Fill the membership set from every stored statement's body (the snapshot is missing or
 /// does not fit), checking an evenly spread sample against the hashes stored under their ids.
+/// The bodies are read and hashed on every core.
 fn load_journal(
 	db: &parity_db::Db,
 	membership: &Membership,
@@ -487,30 +485,51 @@ fn load_journal(
 	bodies: bool,
 	path: &str,
 ) -> Result<JournalSummary> {
-	let stride = (expected / OPEN_SAMPLES).max(1);
-	let mut summary = JournalSummary { count: 0, next_id: 1 };
-	loop {
-		let ids = stored_ids(db, summary.next_id, Id::MAX, LOAD_PAGE)?;
-		for &id in &ids {
-			let sampled = bodies && summary.count % stride == 0;
-			// A missing body is counted: the counters then disagree, or `check-db` finds it.
-			if let Some(hash) = body_hash(db, id, sampled, path)? {
-				membership.insert(&hash);
-			}
-			summary.count += 1;
-			summary.next_id = id + 1;
-			if summary.count % 1_000_000 == 0 {
-				log::info!(
-					target: "statement-store",
-					"{path}: read {} of {expected} statements",
-					summary.count
-				);
-			}
-		}
-		if ids.len() < LOAD_PAGE {
-			return Ok(summary);
-		}
-	}
+	let ids = stored_ids(db, 0, Id::MAX, usize::MAX)?;
+	let stride = (expected / OPEN_SAMPLES).max(1) as usize;
+	let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+	let chunk = ids.len().div_ceil(threads).max(1);
+	let hashed = std::sync::atomic::AtomicU64::new(0);
+	let outcomes: Vec<Result<()>> = std::thread::scope(|scope| {
+		let workers: Vec<_> = ids
+			.chunks(chunk)
+			.enumerate()
+			.map(|(n, part)| {
+				let hashed = &hashed;
+				scope.spawn(move || {
+					for (at, &id) in part.iter().enumerate() {
+						let sampled = bodies && (n * chunk + at) % stride == 0;
+						// A missing body is counted: the counters then disagree, or `check-db`
+						// finds it.
+						if let Some(hash) = body_hash(db, id, sampled, path)? {
+							membership.insert(&hash);
+						}
+						let done = hashed.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+						if done % 1_000_000 == 0 {
+							log::info!(
+								target: "statement-store",
+								"{path}: hashed {done} of {expected} statements"
+							);
+						}
+					}
+					Ok(())
+				})
+			})
+			.collect();
+		workers
+			.into_iter()
+			.map(|worker| {
+				worker.join().unwrap_or_else(|_| {
+					Err(Error::Corrupt {
+						path: path.into(),
+						detail: "a thread hashing the stored statements panicked".into(),
+					})
+				})
+			})
+			.collect()
+	});
+	outcomes.into_iter().collect::<Result<()>>()?;
+	Ok(JournalSummary { count: ids.len() as u64, next_id: ids.last().map_or(1, |id| id + 1) })
 }
 
 #[cfg(test)]
