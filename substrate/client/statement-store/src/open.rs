@@ -24,7 +24,7 @@ use codec::Encode;
 use parking_lot::Mutex;
 use statement_primitives::Hash;
 use std::sync::{
-	atomic::{AtomicBool, AtomicU64},
+	atomic::{AtomicBool, AtomicU64, Ordering},
 	Arc,
 };
 
@@ -170,7 +170,7 @@ impl Store {
 					);
 				}
 				let set = Membership::default();
-				let journal = load_journal(&db, &set, counters.count, sample_bodies, &shown)?;
+				let journal = load_journal(&db, &set, &counters, sample_bodies, &shown)?;
 				if journal.count != counters.count || journal.next_id > counters.next_id {
 					return Err(Error::Corrupt {
 						path: shown,
@@ -475,44 +475,54 @@ fn body_hash(db: &parity_db::Db, id: Id, check: bool, path: &str) -> Result<Opti
 	Ok(hash)
 }
 
+/// Stored ids read at a time while rebuilding the membership set.
+const LOAD_PAGE: usize = 4096;
+
 /// Fill the membership set from every stored statement's body (the snapshot is missing or
 /// does not fit), checking an evenly spread sample against the hashes stored under their ids.
-/// The bodies are read and hashed on every core.
+/// The bodies are read and hashed on every core, each taking a range of ids a page at a time.
 fn load_journal(
 	db: &parity_db::Db,
 	membership: &Membership,
-	expected: u64,
+	counters: &Counters,
 	bodies: bool,
 	path: &str,
 ) -> Result<JournalSummary> {
-	let ids = stored_ids(db, 0, Id::MAX, usize::MAX)?;
-	let stride = (expected / OPEN_SAMPLES).max(1) as usize;
-	let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-	let chunk = ids.len().div_ceil(threads).max(1);
-	let hashed = std::sync::atomic::AtomicU64::new(0);
+	let expected = counters.count;
+	// Ids spread over the range: about OPEN_SAMPLES of them, fewer where many were removed.
+	let stride = (counters.next_id / OPEN_SAMPLES).max(1);
+	let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8) as u64;
+	let span = counters.next_id.div_ceil(threads).max(1);
+	let (count, last) = (AtomicU64::new(0), AtomicU64::new(0));
 	let outcomes: Vec<Result<()>> = std::thread::scope(|scope| {
-		let workers: Vec<_> = ids
-			.chunks(chunk)
-			.enumerate()
-			.map(|(n, part)| {
-				let hashed = &hashed;
+		let workers: Vec<_> = (0..threads)
+			.map(|n| {
+				let (count, last) = (&count, &last);
 				scope.spawn(move || {
-					for (at, &id) in part.iter().enumerate() {
-						let sampled = bodies && (n * chunk + at) % stride == 0;
-						// A missing body is counted: the counters then disagree, or `check-db`
-						// finds it.
-						if let Some(hash) = body_hash(db, id, sampled, path)? {
-							membership.insert(&hash);
+					let (mut from, below) = (n * span, (n + 1) * span);
+					loop {
+						let ids = stored_ids(db, from, below, LOAD_PAGE)?;
+						for &id in &ids {
+							let done = count.fetch_add(1, Ordering::Relaxed) + 1;
+							// A missing body is counted: the counters then disagree, or
+							// `check-db` finds it.
+							if let Some(hash) = body_hash(db, id, bodies && id % stride == 0, path)?
+							{
+								membership.insert(&hash);
+							}
+							last.fetch_max(id, Ordering::Relaxed);
+							if done % 1_000_000 == 0 {
+								log::info!(
+									target: "statement-store",
+									"{path}: hashed {done} of {expected} statements"
+								);
+							}
 						}
-						let done = hashed.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-						if done % 1_000_000 == 0 {
-							log::info!(
-								target: "statement-store",
-								"{path}: hashed {done} of {expected} statements"
-							);
+						match ids.last() {
+							Some(id) if ids.len() == LOAD_PAGE => from = id + 1,
+							_ => return Ok(()),
 						}
 					}
-					Ok(())
 				})
 			})
 			.collect();
@@ -529,7 +539,7 @@ fn load_journal(
 			.collect()
 	});
 	outcomes.into_iter().collect::<Result<()>>()?;
-	Ok(JournalSummary { count: ids.len() as u64, next_id: ids.last().map_or(1, |id| id + 1) })
+	Ok(JournalSummary { count: count.into_inner(), next_id: last.into_inner() + 1 })
 }
 
 #[cfg(test)]
