@@ -207,28 +207,28 @@ fn damage_data(n: u32) -> Vec<u8> {
 	format!("statement number {n:05} of the damage test").into_bytes()
 }
 
-/// A store at `dir` of 2,000 statements whose statement 9 has a flipped byte in its body on
-/// disk; returns that statement. It has id 10, which the sampled check at open does not look
-/// at (it checks every 31st id of 2,000 from 1), so the store opens and meets the damage on
-/// a read.
-fn with_a_damaged_body(dir: &Path, clock: &TestClock) -> Statement {
-	let store = open(dir, clock);
+/// A store of 2,000 statements (in a `statements` directory of a temporary one) whose
+/// statement 9 has a flipped byte in its body on disk: the temporary directory, the store's,
+/// its clock and that statement. It has id 10, which the sampled check at open does not look
+/// at, so the store opens and meets the damage on a read.
+fn with_a_damaged_body() -> (tempfile::TempDir, PathBuf, TestClock, Statement) {
+	let parent = tempfile::tempdir().unwrap();
+	let dir = parent.path().join("statements");
+	let clock = TestClock::new();
+	let store = open(&dir, &clock);
 	for n in 0..2_000u32 {
 		let statement = simple(n % 20, &[n % 2], &damage_data(n));
 		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
 	}
 	drop(store);
-	flip_in_table(dir, 1, &damage_data(9));
-	simple(9, &[1], &damage_data(9))
+	flip_in_table(&dir, 1, &damage_data(9));
+	(parent, dir, clock, simple(9, &[1], &damage_data(9)))
 }
 
 #[test]
 fn a_damaged_body_on_disk_is_left_out_of_answers_counted_and_found_by_check() {
-	let parent = tempfile::tempdir().unwrap();
-	let dir = parent.path().join("statements");
+	let (_parent, dir, clock, damaged) = with_a_damaged_body();
 	let dir = dir.as_path();
-	let clock = TestClock::new();
-	let damaged = with_a_damaged_body(dir, &clock);
 	let store = open(dir, &clock);
 	let answer = store.broadcasts(&[topic(1)]).unwrap();
 	assert_eq!(answer.len(), 999, "the rest of the answer comes");
@@ -259,13 +259,10 @@ fn a_damaged_body_on_disk_is_left_out_of_answers_counted_and_found_by_check() {
 
 #[test]
 fn a_damaged_body_holds_up_neither_expiry_nor_removals() {
-	let parent = tempfile::tempdir().unwrap();
-	let dir = parent.path().join("statements");
-	let dir = dir.as_path();
-	let clock = TestClock::new();
 	// A removal reads what to unindex from the body, so this one cannot be unindexed until
 	// `repair`.
-	let damaged = with_a_damaged_body(dir, &clock);
+	let (_parent, dir, clock, damaged) = with_a_damaged_body();
+	let dir = dir.as_path();
 	let store = open(dir, &clock);
 	store.remove(&damaged.hash()).unwrap();
 	store.remove(&simple(11, &[1], &damage_data(11)).hash()).unwrap();
