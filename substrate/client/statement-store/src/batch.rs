@@ -6,7 +6,7 @@
 use crate::{
 	error::bad,
 	intent::Step,
-	posting::{decode_pairs, decode_segment, encode_pairs, encode_segment},
+	posting::{decode_pairs, encode_pairs, encode_segment},
 	schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
 	Error, Result,
@@ -300,13 +300,7 @@ impl<'a> Batch<'a> {
 	fn posting(&mut self, key: PostingKey, id: Id, add: bool) -> Result<()> {
 		let base = key.segment_base(id);
 		if !self.segments.contains_key(&(key, base)) {
-			let mut ids = Vec::new();
-			if let Some(bytes) = self.inner.db.get(schema::COL_POSTING, &key.segment_key(base))? {
-				decode_segment(&bytes, &mut ids).ok_or(Error::BadValue {
-					column: schema::COL_POSTING,
-					detail: "posting segment does not decode".into(),
-				})?;
-			}
+			let ids = self.inner.segment_ids(&key.segment_key(base))?;
 			self.segments.insert((key, base), ids);
 		}
 		let ids = self.segments.entry((key, base)).or_default();

@@ -244,13 +244,7 @@ impl Inner {
 			self.quarantine(id, "has a body whose hash names another statement");
 			return Ok(None);
 		}
-		let record = Statement::from_bytes(&body)
-			.ok()
-			.and_then(|statement| Record::of(id, &statement, body.len()));
-		if record.is_none() {
-			self.quarantine(id, "has a body this build cannot read a record from");
-		}
-		Ok(record.map(|record| (hash, record)))
+		Ok(self.record_of_body(id, &body).map(|record| (hash, record)))
 	}
 
 	/// The record of a stored statement, read from its body (cached, else from disk and
@@ -260,23 +254,26 @@ impl Inner {
 	/// the indexes, so that walks over the indexes (expiry, eviction) step over it.
 	pub fn record(&self, hash: &Hash) -> Result<Option<Record>> {
 		let Some(id) = self.record_id(hash)? else { return Ok(None) };
-		let of = |body: &[u8]| {
-			Statement::from_bytes(body)
-				.ok()
-				.and_then(|statement| Record::of(id, &statement, body.len()))
-		};
-		let record = match self.bodies.get(id) {
-			Some(body) => of(&body),
+		Ok(match self.bodies.get(id) {
+			Some(body) => self.record_of_body(id, &body),
 			None => match self.body_from_disk(id, Some(hash))? {
-				Some(body) => of(&body),
-				None => return Ok(None),
+				Some(body) => self.record_of_body(id, &body),
+				None => None,
 			},
-		};
+		})
+	}
+
+	/// The record of statement `id` from its checked body; quarantines it if the body does
+	/// not give one (its hash matched, so a build that admitted it decoded it and found a
+	/// proof).
+	fn record_of_body(&self, id: Id, body: &[u8]) -> Option<Record> {
+		let record = Statement::from_bytes(body)
+			.ok()
+			.and_then(|statement| Record::of(id, &statement, body.len()));
 		if record.is_none() {
-			// Its hash matched, so a build that admitted it decoded it and found a proof.
 			self.quarantine(id, "has a body this build cannot read a record from");
 		}
-		Ok(record)
+		record
 	}
 }
 
