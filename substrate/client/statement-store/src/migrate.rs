@@ -65,7 +65,7 @@ fn to_schema_3(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 	log::info!(target: "statement-store", "{path}: upgrading the database to schema 3");
 	let expiry = move_entries(
 		db,
-		schema::COL_EXPIRY,
+		(schema::COL_EXPIRY, Source::Delete),
 		(path, sync),
 		|key| {
 			let (expiry, id) = (schema::be_u64(key, 0)?, schema::be_u64(key, 8)?);
@@ -78,7 +78,7 @@ fn to_schema_3(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 	)?;
 	let account = move_entries(
 		db,
-		schema::COL_ACCOUNT,
+		(schema::COL_ACCOUNT, Source::Delete),
 		(path, sync),
 		|key| {
 			let account = schema::array32(key)?;
@@ -89,7 +89,20 @@ fn to_schema_3(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 		encode_pairs,
 		|a, b| a.0 == b.0,
 	)?;
-	let listed = list_stored_ids(db, (path, sync))?;
+	// Schema 2's journal held every statement: it lists the stored ids, and stays as it is
+	// until the next membership snapshot prunes it (a crash midway lists them again).
+	let listed = move_entries(
+		db,
+		(schema::COL_JOURNAL, Source::Keep),
+		(path, sync),
+		|key| {
+			let (all, id) = (PostingKey::All, schema::be_u64(key, 0)?);
+			Some((all.segment_key(all.segment_base(id)), id))
+		},
+		decode_segment,
+		encode_segment,
+		|a, b| a == b,
+	)?;
 	let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(3u32.encode()));
 	writeback::commit(db, vec![version], sync)?;
 	apply_log(db)?;
@@ -102,81 +115,57 @@ fn to_schema_3(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 	Ok(())
 }
 
-/// Write the list of stored ids ([`PostingKey::All`]) from schema 2's journal, which held
-/// every statement. The journal stays as it is until the next membership snapshot prunes
-/// it, so a crash midway redoes this from the start (merging ids already listed changes
-/// nothing). Returns how many ids were listed.
-fn list_stored_ids(db: &parity_db::Db, (path, sync): (&str, bool)) -> Result<u64> {
-	let all = PostingKey::All;
-	let mut listed = 0u64;
-	let mut after = None;
-	loop {
-		let mut lists: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-		let mut count = 0;
-		let mut iter = db.iter(schema::COL_JOURNAL)?;
-		match after {
-			Some(id) => iter.seek(&schema::id_key(id + 1))?,
-			None => iter.seek_to_first()?,
-		}
-		while count < MOVE_CHUNK {
-			let Some((key, _)) = iter.next()? else { break };
-			let id = schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_JOURNAL, "key"))?;
-			lists.entry(all.segment_base(id)).or_default().push(id);
-			after = Some(id);
-			count += 1;
-		}
-		drop(iter);
-		if count == 0 {
-			return Ok(listed);
-		}
-		listed += count as u64;
-		let mut ops = Vec::new();
-		for (base, mut ids) in lists {
-			let key = all.segment_key(base);
-			if let Some(bytes) = db.get(schema::COL_POSTING, &key)? {
-				decode_segment(&bytes, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "list"))?;
-			}
-			ids.sort_unstable();
-			ids.dedup();
-			ops.push((schema::COL_POSTING, key, Some(encode_segment(&ids))));
-		}
-		writeback::commit(db, ops, sync)?;
-		apply_log(db)?;
-		log::info!(target: "statement-store", "{path}: schema 3: {listed} stored ids listed");
-	}
+/// What [`move_entries`] does with the entries it moved.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+	/// Delete them, in the commit that lists them.
+	Delete,
+	/// Leave them.
+	Keep,
 }
 
 /// Move every entry of a schema 2 index (`col`) into lists in [`schema::COL_POSTING`]:
-/// `locate` names an entry's list and item. A chunk per commit, each deleting its entries
-/// and merging their items into the lists, so a crash leaves schema 2 with part moved and
-/// the next open moves the rest (merging an item already listed changes nothing). Returns
-/// how many entries moved.
+/// `locate` names an entry's list and item. A chunk per commit, each merging its items into
+/// the lists (and deleting its entries, unless the source is kept), so a crash leaves schema
+/// 2 with part moved and the next open moves the rest (merging an item already listed
+/// changes nothing). Returns how many entries moved.
 fn move_entries<T: Ord + Copy>(
 	db: &parity_db::Db,
-	col: u8,
+	(col, source): (u8, Source),
 	(path, sync): (&str, bool),
 	locate: impl Fn(&[u8]) -> Option<(Vec<u8>, T)>,
 	decode: fn(&[u8], &mut Vec<T>) -> Option<()>,
 	encode: fn(&[T]) -> Vec<u8>,
 	same: fn(&T, &T) -> bool,
 ) -> Result<u64> {
-	let mut moved = 0u64;
+	let (mut moved, mut after): (u64, Option<Vec<u8>>) = (0, None);
 	loop {
 		let mut lists: BTreeMap<Vec<u8>, Vec<T>> = BTreeMap::new();
-		let mut ops = Vec::new();
+		let (mut ops, mut count) = (Vec::new(), 0);
 		let mut iter = db.iter(col)?;
-		iter.seek_to_first()?;
-		while ops.len() < MOVE_CHUNK {
+		// Deleted entries are gone from the start; kept ones are passed by their last key.
+		match &after {
+			Some(last) => iter.seek(last)?,
+			None => iter.seek_to_first()?,
+		}
+		while count < MOVE_CHUNK {
 			let Some((key, _)) = iter.next()? else { break };
+			if after.as_ref() == Some(&key) {
+				continue;
+			}
 			let (list, item) = locate(&key).ok_or_else(|| bad(col, "key"))?;
 			lists.entry(list).or_default().push(item);
-			ops.push((col, key, None));
+			count += 1;
+			match source {
+				Source::Delete => ops.push((col, key, None)),
+				Source::Keep => after = Some(key),
+			}
 		}
 		drop(iter);
-		if ops.is_empty() {
+		if count == 0 {
 			return Ok(moved);
 		}
-		moved += ops.len() as u64;
+		moved += count as u64;
 		for (key, mut items) in lists {
 			if let Some(bytes) = db.get(schema::COL_POSTING, &key)? {
 				decode(&bytes, &mut items).ok_or_else(|| bad(schema::COL_POSTING, "list"))?;

@@ -170,14 +170,14 @@ impl Store {
 					);
 				}
 				let set = Membership::default();
-				let journal = load_journal(&db, &set, &counters, sample_bodies, &shown)?;
-				if journal.count != counters.count || journal.next_id > counters.next_id {
+				let stored = hash_every_body(&db, &set, &counters, sample_bodies, &shown)?;
+				if stored.count != counters.count || stored.next_id > counters.next_id {
 					return Err(Error::Corrupt {
 						path: shown,
 						detail: format!(
 							"counters say {} statements and next id {}, the stored ids are {} up \
 							 to id {}",
-							counters.count, counters.next_id, journal.count, journal.next_id
+							counters.count, counters.next_id, stored.count, stored.next_id
 						),
 					});
 				}
@@ -358,7 +358,7 @@ fn check_intents(intents: &intent::IntentRead, held: u64, skip: bool, path: &str
 	Ok(true)
 }
 
-struct JournalSummary {
+struct StoredSummary {
 	count: u64,
 	next_id: Id,
 }
@@ -481,13 +481,13 @@ const LOAD_PAGE: usize = 4096;
 /// Fill the membership set from every stored statement's body (the snapshot is missing or
 /// does not fit), checking an evenly spread sample against the hashes stored under their ids.
 /// The bodies are read and hashed on every core, each taking a range of ids a page at a time.
-fn load_journal(
+fn hash_every_body(
 	db: &parity_db::Db,
 	membership: &Membership,
 	counters: &Counters,
 	bodies: bool,
 	path: &str,
-) -> Result<JournalSummary> {
+) -> Result<StoredSummary> {
 	let expected = counters.count;
 	// Ids spread over the range: about OPEN_SAMPLES of them, fewer where many were removed.
 	let stride = (counters.next_id / OPEN_SAMPLES).max(1);
@@ -539,7 +539,7 @@ fn load_journal(
 			.collect()
 	});
 	outcomes.into_iter().collect::<Result<()>>()?;
-	Ok(JournalSummary { count: count.into_inner(), next_id: last.into_inner() + 1 })
+	Ok(StoredSummary { count: count.into_inner(), next_id: last.into_inner() + 1 })
 }
 
 #[cfg(test)]
