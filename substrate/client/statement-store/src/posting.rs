@@ -43,6 +43,12 @@ fn take_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 	}
 }
 
+/// How many LEB128 values `bytes` holds (each ends with a byte below 0x80): what to reserve
+/// before decoding, so that a segment of thousands of ids is not grown one doubling at a time.
+fn varints(bytes: &[u8]) -> usize {
+	bytes.iter().filter(|byte| **byte < 0x80).count()
+}
+
 /// Encode sorted ids as LEB128 deltas.
 pub fn encode_segment(ids: &[Id]) -> Vec<u8> {
 	let mut out = Vec::with_capacity(ids.len() * 2);
@@ -56,6 +62,7 @@ pub fn encode_segment(ids: &[Id]) -> Vec<u8> {
 
 /// Decode a segment into `out` (appending). `None` if the bytes are not a valid segment.
 pub fn decode_segment(bytes: &[u8], out: &mut Vec<Id>) -> Option<()> {
+	out.reserve(varints(bytes));
 	let (mut previous, mut at): (Id, usize) = (0, 0);
 	while at < bytes.len() {
 		previous = previous.checked_add(take_varint(bytes, &mut at)?)?;
@@ -79,6 +86,7 @@ pub fn encode_pairs(pairs: &[(Id, u32)]) -> Vec<u8> {
 /// Decode pairs written by [`encode_pairs`] into `out` (appending). `None` if the bytes are
 /// not valid pairs.
 pub fn decode_pairs(bytes: &[u8], out: &mut Vec<(Id, u32)>) -> Option<()> {
+	out.reserve(varints(bytes) / 2);
 	let (mut previous, mut at): (Id, usize) = (0, 0);
 	while at < bytes.len() {
 		previous = previous.checked_add(take_varint(bytes, &mut at)?)?;
