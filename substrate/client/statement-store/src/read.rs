@@ -229,20 +229,31 @@ impl Inner {
 	}
 
 	/// The hash and record of stored statement `id`, read from its body (cached, else from
-	/// disk and checked against the membership set) and confirmed by the hash column naming
-	/// `id`. `None` if it is not stored or is quarantined (see [`Inner::record`]).
+	/// disk) and confirmed by the hash column naming `id` (a stricter check than
+	/// [`Inner::body_from_disk`]'s against the membership set, so the body is hashed once).
+	/// `None` if it is not stored or is quarantined (see [`Inner::record`]).
 	pub fn record_by_id(&self, id: Id) -> Result<Option<(Hash, Record)>> {
 		let body: Arc<[u8]> = match self.bodies.get(id) {
 			Some(body) => body,
-			None => match self.body_from_disk(id, None)? {
+			None => match self.db.get(schema::COL_BODY, &schema::body_key(id))? {
 				Some(body) => Arc::from(body),
-				None => return Ok(None),
+				None => {
+					self.quarantine(id, "is indexed but its body is missing");
+					return Ok(None);
+				}
 			},
 		};
 		let hash = statement_primitives::hash_encoded(&body);
-		if self.record_id(&hash)? != Some(id) {
-			self.quarantine(id, "has a body whose hash names another statement");
-			return Ok(None);
+		match self.record_id(&hash)? {
+			Some(named) if named == id => {}
+			Some(_) => {
+				self.quarantine(id, "has a body whose hash names another statement");
+				return Ok(None);
+			}
+			None => {
+				self.quarantine(id, "has a body that does not match its hash");
+				return Ok(None);
+			}
 		}
 		Ok(self.record_of_body(id, &body).map(|record| (hash, record)))
 	}
