@@ -1,12 +1,14 @@
 //! A broadcast loop on one store, for profilers: both stores are filled first, then only the
 //! chosen one is queried, single-threaded, for the given number of seconds, with the 2-topic
 //! MatchAll of `compare` (n / 100 statements) or, given `1` as the last argument, its 1-topic
-//! query (n / 10).
+//! query (n / 10); given `hash`, `statement(hash)` over every statement in turn (each
+//! looked up once per pass, as `compare` does, so that the body cache rarely holds it).
 //!
 //! ```sh
 //! cargo build --release -p statement-store-benches --example profile_query
 //! perf record -D 3000 -g target/release/examples/profile_query ours 10000 10
 //! target/release/examples/profile_query ours 200000 10 1
+//! target/release/examples/profile_query ours 200000 10 hash
 //! ```
 
 use statement_store_benches::{fixture, workload};
@@ -17,9 +19,12 @@ fn main() {
 	let which = args.next().unwrap_or_else(|| "ours".into());
 	let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(10_000);
 	let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
-	let one_topic = args.next().as_deref() == Some("1");
+	let mode = args.next();
+	let one_topic = mode.as_deref() == Some("1");
 	let keys = fixture::keys();
-	let pair = workload::Pair::filled(&workload::signed(0, n, &keys));
+	let signed = workload::signed(0, n, &keys);
+	let hashes: Vec<_> = signed.iter().map(|statement| statement.hash()).collect();
+	let pair = workload::Pair::filled(&signed);
 	let store = pair.both().into_iter().find(|(name, _)| *name == which).expect("ours|baseline").1;
 	let topics = match one_topic {
 		true => vec![fixture::topic(3)],
@@ -28,6 +33,16 @@ fn main() {
 	eprintln!("filled {n}; querying {which} on {} topics for {seconds} s", topics.len());
 	let start = Instant::now();
 	let mut queries = 0u64;
+	if mode.as_deref() == Some("hash") {
+		while start.elapsed() < Duration::from_secs(seconds) {
+			for hash in &hashes {
+				std::hint::black_box(store.statement(hash).expect("get").expect("stored"));
+			}
+			queries += hashes.len() as u64;
+		}
+		println!("{which}: {:?} per lookup over {queries}", start.elapsed() / queries as u32);
+		return;
+	}
 	while start.elapsed() < Duration::from_secs(seconds) {
 		for _ in 0..10 {
 			std::hint::black_box(store.broadcasts(&topics).expect("query"));
