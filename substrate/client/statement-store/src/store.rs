@@ -155,16 +155,7 @@ impl Store {
 
 impl StatementStore for Store {
 	fn statements(&self) -> statement_primitives::Result<Vec<(Hash, Statement)>> {
-		let mut out = Vec::new();
-		self.walk_statements(|page| {
-			for (_, hash, body) in page {
-				if let Ok(statement) = self.inner.decode_body(&body) {
-					out.push((hash, statement));
-				}
-			}
-			Ok(())
-		})?;
-		Ok(out)
+		Ok(self.all_statements()?)
 	}
 
 	fn statement(&self, hash: &Hash) -> statement_primitives::Result<Option<Statement>> {
@@ -285,13 +276,14 @@ mod tests {
 	use crate::{paging::PAGE_IDS, Config, MapAllowances};
 	use statement_primitives::StatementSource;
 
-	#[test]
-	fn a_dump_lets_a_writer_commit_between_its_pages() {
+	/// A store allowing 1,000 statements an account, and statement `n` of 16 accounts.
+	fn store_and_signer(
+		dir: &std::path::Path,
+	) -> (Store, impl Fn(u32) -> Statement + Copy + Send + 'static) {
 		use sp_core::Pair;
-		let dir = tempfile::tempdir().unwrap();
 		let allowances = MapAllowances::new()
 			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-		let store = Store::open(Config::new(dir.path()), Arc::new(allowances)).unwrap();
+		let store = Store::open(Config::new(dir), Arc::new(allowances)).unwrap();
 		let signed = |n: u32| {
 			let mut statement = Statement::new();
 			statement.set_expiry_from_parts(u32::MAX, n);
@@ -301,12 +293,43 @@ mod tests {
 			statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&seed));
 			statement
 		};
+		(store, signed)
+	}
+
+	#[test]
+	fn a_dump_read_on_several_threads_keeps_admission_order_and_skips_removals() {
+		let dir = tempfile::tempdir().unwrap();
+		let (store, signed) = store_and_signer(dir.path());
+		// Enough pages for every dump thread to read several.
+		let count = (PAGE_IDS * crate::paging::DUMP_THREADS * 2 + 7) as u32;
+		let mut expected = Vec::new();
+		for n in 0..count {
+			let statement = signed(n);
+			assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+			expected.push(statement);
+		}
+		for n in (0..count).step_by(7) {
+			store.remove(&expected[n as usize].hash()).unwrap();
+		}
+		let expected: Vec<Hash> =
+			(0..count).filter(|n| n % 7 != 0).map(|n| expected[n as usize].hash()).collect();
+		let dumped = store.statements().unwrap();
+		let hashes: Vec<Hash> = dumped.iter().map(|(hash, _)| *hash).collect();
+		assert_eq!(hashes.len(), expected.len());
+		assert!(hashes == expected, "the dump is out of admission order");
+		assert!(dumped.iter().all(|(hash, statement)| statement.hash() == *hash));
+	}
+
+	#[test]
+	fn a_dump_lets_a_writer_commit_between_its_pages() {
+		let dir = tempfile::tempdir().unwrap();
+		let (store, signed) = store_and_signer(dir.path());
 		for n in 0..(PAGE_IDS as u32 * 2 + 10) {
 			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
 		}
 		let mut pages = 0;
 		store
-			.walk_statements(|_| {
+			.walk_id_pages(|_, _| {
 				pages += 1;
 				if pages == 1 {
 					// Had the walk kept the view lock, this commit would wait for the whole
