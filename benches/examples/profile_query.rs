@@ -2,13 +2,15 @@
 //! chosen one is queried, single-threaded, for the given number of seconds, with the 2-topic
 //! MatchAll of `compare` (n / 100 statements) or, given `1` as the last argument, its 1-topic
 //! query (n / 10); given `hash`, `statement(hash)` over every statement in turn (each
-//! looked up once per pass, as `compare` does, so that the body cache rarely holds it).
+//! looked up once per pass, as `compare` does, so that the body cache rarely holds it); given
+//! `dump`, `statements()`.
 //!
 //! ```sh
 //! cargo build --release -p statement-store-benches --example profile_query
 //! perf record -D 3000 -g target/release/examples/profile_query ours 10000 10
 //! target/release/examples/profile_query ours 200000 10 1
 //! target/release/examples/profile_query ours 200000 10 hash
+//! target/release/examples/profile_query ours 200000 10 dump
 //! ```
 
 use statement_store_benches::{fixture, workload};
@@ -33,6 +35,14 @@ fn main() {
 	eprintln!("filled {n}; querying {which} on {} topics for {seconds} s", topics.len());
 	let start = Instant::now();
 	let mut queries = 0u64;
+	if mode.as_deref() == Some("dump") {
+		while start.elapsed() < Duration::from_secs(seconds) {
+			assert_eq!(store.statements().expect("dump").len(), n as usize);
+			queries += 1;
+		}
+		println!("{which}: {:?} per dump over {queries}", start.elapsed() / queries as u32);
+		return;
+	}
 	if mode.as_deref() == Some("hash") {
 		while start.elapsed() < Duration::from_secs(seconds) {
 			for hash in &hashes {
