@@ -7,7 +7,7 @@ use statement_store::{Clock, Config, MapAllowances};
 use std::{
 	path::Path,
 	sync::{
-		atomic::{AtomicU64, Ordering},
+		atomic::{AtomicU64, AtomicUsize, Ordering},
 		Arc,
 	},
 };
@@ -85,10 +85,22 @@ pub fn unlimited() -> Arc<MapAllowances> {
 	Arc::new(MapAllowances::new().with_default(StatementAllowance::new(u32::MAX, u32::MAX)))
 }
 
+/// The body cache the stores a benchmark opens get, in bytes; 0 keeps the store's default.
+static BODY_CACHE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Give every store opened from now on a body cache of `bytes` (0: the store's default).
+pub fn set_body_cache_bytes(bytes: usize) {
+	BODY_CACHE_BYTES.store(bytes, Ordering::Relaxed);
+}
+
 /// Store options for a benchmark directory (no fsync: we measure the index, not the disk).
 pub fn config(path: &Path) -> Config {
 	let mut config = Config::new(path);
 	config.sync_wal = false;
+	match BODY_CACHE_BYTES.load(Ordering::Relaxed) {
+		0 => {}
+		bytes => config.body_cache_bytes = bytes,
+	}
 	config
 }
 

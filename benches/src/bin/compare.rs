@@ -1,13 +1,16 @@
 //! Runs the same workloads against our store and the RAM-index baseline in one process and
 //! prints ours / baseline ratios, then a JSON summary.
 //!
-//! `cargo run --release -p statement-store-benches --bin compare -- [--quick] [--sizes LIST]`
+//! `cargo run --release -p statement-store-benches --bin compare -- [--quick] [--sizes LIST]
+//! [--body-cache-mib N]`
 //!
 //! `--quick` measures 1k and 10k statements; the full run adds 50k. `--sizes 200k,1M` (numbers
 //! with an optional `k` or `M`, comma separated) measures those store sizes instead; the
 //! write-side figures always use 10k. A second table gives what each fill cost besides time:
 //! bytes written to disk per statement from opening empty to closing, how long its background
 //! writes ran on after the last submit, the peak of changes held in memory, RSS growth.
+//! `--body-cache-mib` gives our store a body cache of that many MiB instead of its default
+//! (16 MiB), as `--statement-store-body-cache-mib` does for the node.
 
 use statement_primitives::{Hash, Statement, StatementSource, StatementStore, SubmitResult};
 use statement_store_benches::{
@@ -287,9 +290,30 @@ fn sizes(args: &[String], quick: bool) -> Result<Vec<u32>, String> {
 	Ok(sizes)
 }
 
+/// `--body-cache-mib N` in bytes, if given.
+fn body_cache_bytes(args: &[String]) -> Result<Option<usize>, String> {
+	let Some(at) = args.iter().position(|arg| arg == "--body-cache-mib") else { return Ok(None) };
+	let text = args.get(at + 1).map(String::as_str).unwrap_or_default();
+	match text.parse::<usize>() {
+		Ok(mib) if (1..=65_536).contains(&mib) => Ok(Some(mib << 20)),
+		_ => Err(format!("--body-cache-mib: {text:?} is not a size from 1 to 65536 MiB")),
+	}
+}
+
 fn main() {
 	let args: Vec<String> = std::env::args().collect();
 	let quick = args.iter().any(|arg| arg == "--quick");
+	match body_cache_bytes(&args) {
+		Ok(Some(bytes)) => {
+			fixture::set_body_cache_bytes(bytes);
+			println!("ours with a body cache of {} MiB", bytes >> 20);
+		}
+		Ok(None) => {}
+		Err(err) => {
+			eprintln!("{err}");
+			std::process::exit(2);
+		}
+	}
 	let sizes = match sizes(&args, quick) {
 		Ok(sizes) => sizes,
 		Err(err) => {
@@ -363,5 +387,14 @@ mod tests {
 		assert!(sizes(&args("0"), false).is_err());
 		assert!(sizes(&args("2M"), false).is_err());
 		assert_eq!(sizes(&["compare".into()], true), Ok(vec![1_000, 10_000]));
+	}
+
+	#[test]
+	fn the_body_cache_is_given_in_mib() {
+		let args = |text: &str| vec!["compare".to_string(), "--body-cache-mib".into(), text.into()];
+		assert_eq!(body_cache_bytes(&args("64")), Ok(Some(64 << 20)));
+		assert!(body_cache_bytes(&args("0")).unwrap_err().contains("\"0\""));
+		assert!(body_cache_bytes(&["compare".into(), "--body-cache-mib".into()]).is_err());
+		assert_eq!(body_cache_bytes(&["compare".into()]), Ok(None));
 	}
 }
