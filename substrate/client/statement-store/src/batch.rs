@@ -14,18 +14,38 @@ use crate::{
 use codec::Encode;
 use parity_db::ColId;
 use statement_primitives::{AccountId, Hash};
-use std::collections::{BTreeMap, HashMap};
+use std::{
+	collections::{BTreeMap, HashMap},
+	time::{Duration, Instant},
+};
+
+/// A write that waits for the writer lock or holds it this long is logged (debug): every
+/// submit queues behind the holder, so these are the stalls a client sees.
+const SLOW_WRITE: Duration = Duration::from_millis(5);
 
 impl Inner {
 	/// The one write path: take the writer lock, let `build` fill a batch that starts from the
 	/// current counters, commit it (unless `build` left it empty) and write the counters back.
 	/// Returns what `build` returns; on error nothing of the batch is visible or durable.
 	pub fn write<T>(&self, build: impl FnOnce(&mut Batch<'_>) -> Result<T>) -> Result<T> {
+		let asked = Instant::now();
 		let mut counters = self.writer.lock();
+		let got = Instant::now();
 		let mut batch = Batch::new(self, *counters);
 		let out = build(&mut batch)?;
+		let built = got.elapsed();
+		let steps = batch.steps.len();
 		if !batch.is_empty() {
 			*counters = batch.commit()?;
+		}
+		drop(counters);
+		let (waited, held) = (got - asked, got.elapsed());
+		if waited >= SLOW_WRITE || held >= SLOW_WRITE {
+			log::debug!(
+				target: "statement-store",
+				"slow write: waited {waited:?} for the writer lock, held it {held:?} for {steps} \
+				 steps ({built:?} of it reading what to change)"
+			);
 		}
 		Ok(out)
 	}

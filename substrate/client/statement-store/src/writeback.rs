@@ -82,6 +82,9 @@ pub struct Writeback {
 	checkpoint_bytes: u64,
 }
 
+/// A drain this long is logged (debug).
+const SLOW_DRAIN: Duration = Duration::from_millis(10);
+
 /// Past this many staged batches a writer hands them over itself, which bounds the memory
 /// they hold when the background thread falls behind.
 const MAX_STAGED: usize = 4096;
@@ -121,9 +124,11 @@ impl Writeback {
 	/// it runs a checkpoint (or waits for the one running).
 	pub fn relieve(&self) -> Result<()> {
 		if self.db.staged_batches() > MAX_STAGED {
+			log::debug!(target: "statement-store", "a writer drains the staged batches itself");
 			self.drain()?;
 		}
 		if self.db.handed_over_bytes() > self.checkpoint_bytes.max(MAX_PENDING_BYTES) {
+			log::debug!(target: "statement-store", "a writer runs a checkpoint itself");
 			self.checkpoint()?;
 		}
 		Ok(())
@@ -140,10 +145,19 @@ impl Writeback {
 	/// it covers go now; with it they wait for the fsync at the next checkpoint.
 	pub fn drain(&self) -> Result<()> {
 		let _lock = self.lock.lock();
+		let started = Instant::now();
 		// Read before handing over, so that every batch it counts is in the hand-over.
 		let covered = self.staged_through.load(Ordering::Acquire);
 		self.db.hand_over()?;
+		let handed = started.elapsed();
 		self.db.process()?;
+		if started.elapsed() >= SLOW_DRAIN {
+			log::debug!(
+				target: "statement-store",
+				"slow drain: {:?} (handed over at {handed:?})",
+				started.elapsed()
+			);
+		}
 		self.written_through.store(covered, Ordering::Release);
 		if !self.sync {
 			self.intent.release_through(covered);
@@ -161,6 +175,7 @@ impl Writeback {
 		let _one = self.checkpointing.lock();
 		let started = Instant::now();
 		self.drain()?;
+		let drained = started.elapsed();
 		let db = self.db.raw();
 		let bytes = {
 			let _lock = self.lock.lock();
@@ -176,10 +191,12 @@ impl Writeback {
 		// earlier roll left queued (a commit outside batches). Rolling a second time in the
 		// same checkpoint queued one file more than was applied, and under a submit stream
 		// the queue, and the memory parity-db holds for it, grew until the stream stopped.
+		let closed = started.elapsed();
 		for _ in 0..2 {
 			db.enact_logs()?;
 			db.clean_logs()?;
 		}
+		let applied = started.elapsed();
 		// Reindexing writes to the current log file; the next checkpoint rolls and applies it.
 		let _lock = self.lock.lock();
 		db.process_reindex()?;
@@ -187,7 +204,8 @@ impl Writeback {
 		if bytes > 0 {
 			log::debug!(
 				target: "statement-store",
-				"checkpoint: {} KiB applied to the tables in {:?}",
+				"checkpoint: {} KiB applied to the tables in {:?} (drained at {drained:?}, log \
+				 closed at {closed:?}, applied at {applied:?})",
 				bytes >> 10,
 				started.elapsed()
 			);
