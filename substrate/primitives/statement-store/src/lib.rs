@@ -88,6 +88,7 @@ pub use types::{
 	hash_encoded, AccountId, Channel, DecryptionKey, Hash, Topic, MAX_ANY_TOPICS,
 	MAX_STATEMENT_SIZE, MAX_TOPICS,
 };
+pub use wire::Fields;
 
 /// Re-exported so that users sign and verify with the same `sp-core` this crate uses.
 pub use sp_core;

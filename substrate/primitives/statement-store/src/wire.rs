@@ -11,7 +11,9 @@
 //!
 //! The signed bytes are the same encoding without the field count and without the proof.
 
-use crate::{Error, Proof, Result, Statement, Topic, MAX_STATEMENT_SIZE};
+use crate::{
+	Channel, DecryptionKey, Error, Proof, Result, Statement, Topic, MAX_STATEMENT_SIZE, MAX_TOPICS,
+};
 use codec::Encode;
 
 const TAG_PROOF: u8 = 0;
@@ -54,14 +56,8 @@ impl Statement {
 	/// Use this for anything a peer or an app sends. Unlike the lenient [`codec::Decode`]
 	/// impl, it refuses trailing bytes.
 	pub fn from_bytes(bytes: &[u8]) -> Result<Statement> {
-		if bytes.len() > MAX_STATEMENT_SIZE {
-			return Err(Error::TooLarge { size: bytes.len(), max: MAX_STATEMENT_SIZE });
-		}
-		let mut input = bytes;
-		let statement = decode_fields(&mut Reader::new(&mut input))?;
-		if !input.is_empty() {
-			return Err(Error::TrailingBytes { count: input.len() });
-		}
+		let mut statement = Statement::new();
+		decode_whole(bytes, &mut statement)?;
 		Ok(statement)
 	}
 
@@ -119,20 +115,137 @@ impl codec::Encode for Statement {
 /// `Vec<Statement>` decodes. Fields are checked exactly as [`Statement::from_bytes`] checks them.
 impl codec::Decode for Statement {
 	fn decode<I: codec::Input>(input: &mut I) -> core::result::Result<Self, codec::Error> {
-		decode_fields(&mut Reader::new(input)).map_err(|err| match err {
-			Error::Truncated { .. } => "statement: not enough data".into(),
-			Error::UnknownField { .. } => "statement: unknown field tag".into(),
-			Error::FieldOrder { .. } => "statement: invalid field order or duplicate fields".into(),
-			Error::UnknownProof { .. } => "statement: unknown proof kind".into(),
-			Error::BadCompact { .. } => "statement: malformed compact integer".into(),
-			_ => "statement: malformed encoding".into(),
+		let mut statement = Statement::new();
+		decode_fields(&mut Reader::new(input), &mut statement).map(|()| statement).map_err(|err| {
+			match err {
+				Error::Truncated { .. } => "statement: not enough data".into(),
+				Error::UnknownField { .. } => "statement: unknown field tag".into(),
+				Error::FieldOrder { .. } => {
+					"statement: invalid field order or duplicate fields".into()
+				}
+				Error::UnknownProof { .. } => "statement: unknown proof kind".into(),
+				Error::BadCompact { .. } => "statement: malformed compact integer".into(),
+				_ => "statement: malformed encoding".into(),
+			}
 		})
 	}
 }
 
-fn decode_fields<I: codec::Input>(reader: &mut Reader<'_, I>) -> Result<Statement> {
+/// What a query reads of an encoded statement, borrowed from its bytes: the decryption key,
+/// the topics and the data, without decoding the rest (proof, expiry, channel) into a
+/// [`Statement`] or copying the data. [`Fields::of`] accepts exactly the encodings
+/// [`Statement::from_bytes`] accepts, with the same errors.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fields<'a> {
+	decryption_key: Option<DecryptionKey>,
+	num_topics: u8,
+	topics: [Topic; MAX_TOPICS],
+	data: Option<&'a [u8]>,
+}
+
+impl<'a> Fields<'a> {
+	/// Read the fields of a complete encoded statement.
+	pub fn of(bytes: &'a [u8]) -> Result<Fields<'a>> {
+		let mut fields = Fields::default();
+		decode_whole(bytes, &mut fields)?;
+		Ok(fields)
+	}
+
+	/// The key the statement is encrypted to, if any.
+	pub fn decryption_key(&self) -> Option<DecryptionKey> {
+		self.decryption_key
+	}
+
+	/// The topics, as [`Statement::topics`] gives them.
+	pub fn topics(&self) -> &[Topic] {
+		&self.topics[..usize::from(self.num_topics)]
+	}
+
+	/// The data, if any.
+	pub fn data(&self) -> Option<&'a [u8]> {
+		self.data
+	}
+}
+
+/// Where [`decode_fields`] puts what it reads: a [`Statement`], or [`Fields`] borrowing from
+/// the bytes. One walk for both, so that both accept and refuse the same encodings.
+trait FieldSink<I: codec::Input> {
+	fn proof(&mut self, proof: Proof);
+	fn decryption_key(&mut self, key: DecryptionKey);
+	fn expiry(&mut self, expiry: u64);
+	fn channel(&mut self, channel: Channel);
+	fn topic(&mut self, index: usize, topic: Topic);
+	/// Take the `len` data bytes that follow in `reader`.
+	fn data(&mut self, reader: &mut Reader<'_, I>, len: usize) -> Result<()>;
+}
+
+impl<I: codec::Input> FieldSink<I> for Statement {
+	fn proof(&mut self, proof: Proof) {
+		self.proof = Some(proof);
+	}
+	fn decryption_key(&mut self, key: DecryptionKey) {
+		self.decryption_key = Some(key);
+	}
+	fn expiry(&mut self, expiry: u64) {
+		self.expiry = expiry;
+	}
+	fn channel(&mut self, channel: Channel) {
+		self.channel = Some(channel);
+	}
+	fn topic(&mut self, index: usize, topic: Topic) {
+		self.set_topic(index, topic);
+	}
+	fn data(&mut self, reader: &mut Reader<'_, I>, len: usize) -> Result<()> {
+		self.data = Some(reader.bytes(len)?);
+		Ok(())
+	}
+}
+
+impl<'a> FieldSink<&'a [u8]> for Fields<'a> {
+	fn proof(&mut self, _: Proof) {}
+	fn decryption_key(&mut self, key: DecryptionKey) {
+		self.decryption_key = Some(key);
+	}
+	fn expiry(&mut self, _: u64) {}
+	fn channel(&mut self, _: Channel) {}
+	fn topic(&mut self, index: usize, topic: Topic) {
+		// As `Statement::set_topic`.
+		if index < MAX_TOPICS {
+			self.topics[index] = topic;
+			self.num_topics = self.num_topics.max(index as u8 + 1);
+		}
+	}
+	fn data(&mut self, reader: &mut Reader<'_, &'a [u8]>, len: usize) -> Result<()> {
+		let rest: &'a [u8] = reader.input;
+		if rest.len() < len {
+			return Err(Error::Truncated { offset: reader.offset, needed: len });
+		}
+		let (data, after) = rest.split_at(len);
+		*reader.input = after;
+		reader.offset += len;
+		self.data = Some(data);
+		Ok(())
+	}
+}
+
+/// Decode the whole of `bytes` into `sink`: at most [`MAX_STATEMENT_SIZE`], no trailing bytes.
+fn decode_whole<'a, S: FieldSink<&'a [u8]>>(bytes: &'a [u8], sink: &mut S) -> Result<()> {
+	if bytes.len() > MAX_STATEMENT_SIZE {
+		return Err(Error::TooLarge { size: bytes.len(), max: MAX_STATEMENT_SIZE });
+	}
+	let mut input = bytes;
+	decode_fields(&mut Reader::new(&mut input), sink)?;
+	if !input.is_empty() {
+		return Err(Error::TrailingBytes { count: input.len() });
+	}
+	Ok(())
+}
+
+fn decode_fields<I: codec::Input, S: FieldSink<I>>(
+	reader: &mut Reader<'_, I>,
+	sink: &mut S,
+) -> Result<()> {
 	let count = reader.compact_u32()?;
-	let mut statement = Statement::new();
 	let mut previous: Option<u8> = None;
 	for _ in 0..count {
 		let tag = reader.byte()?;
@@ -144,20 +257,20 @@ fn decode_fields<I: codec::Input>(reader: &mut Reader<'_, I>) -> Result<Statemen
 		}
 		previous = Some(tag);
 		match tag {
-			TAG_PROOF => statement.proof = Some(reader.proof()?),
-			TAG_DECRYPTION_KEY => statement.decryption_key = Some(reader.array()?),
-			TAG_EXPIRY => statement.expiry = u64::from_le_bytes(reader.array()?),
-			TAG_CHANNEL => statement.channel = Some(reader.array()?),
+			TAG_PROOF => sink.proof(reader.proof()?),
+			TAG_DECRYPTION_KEY => sink.decryption_key(reader.array()?),
+			TAG_EXPIRY => sink.expiry(u64::from_le_bytes(reader.array()?)),
+			TAG_CHANNEL => sink.channel(reader.array()?),
 			TAG_TOPIC1..=TAG_TOPIC4 => {
-				statement.set_topic(usize::from(tag - TAG_TOPIC1), Topic(reader.array()?))
+				sink.topic(usize::from(tag - TAG_TOPIC1), Topic(reader.array()?))
 			}
 			_ => {
 				let len = reader.compact_u32()? as usize;
-				statement.data = Some(reader.bytes(len)?);
+				sink.data(reader, len)?;
 			}
 		}
 	}
-	Ok(statement)
+	Ok(())
 }
 
 /// Number of bytes SCALE uses for `Compact<u32>` of `value`.

@@ -2,7 +2,29 @@
 
 use codec::Decode;
 use proptest::prelude::*;
-use statement_primitives::{Error, Proof, Statement, Topic, MAX_STATEMENT_SIZE};
+use statement_primitives::{Error, Fields, Proof, Statement, Topic, MAX_STATEMENT_SIZE};
+
+/// `Fields::of` must answer exactly as `Statement::from_bytes` does: the same error, or the
+/// same key, topics and data.
+fn fields_agree(bytes: &[u8]) -> Result<(), TestCaseError> {
+	match (Statement::from_bytes(bytes), Fields::of(bytes)) {
+		(Ok(statement), Ok(fields)) => {
+			prop_assert_eq!(fields.decryption_key(), statement.decryption_key());
+			prop_assert_eq!(fields.topics(), statement.topics());
+			prop_assert_eq!(fields.data(), statement.data());
+		}
+		(Err(decoded), Err(read)) => prop_assert_eq!(read, decoded),
+		(decoded, read) => {
+			prop_assert!(
+				false,
+				"from_bytes {:?} but Fields::of {:?}",
+				decoded.is_ok(),
+				read.is_ok()
+			)
+		}
+	}
+	Ok(())
+}
 
 fn proof() -> impl Strategy<Value = Proof> {
 	prop_oneof![
@@ -71,6 +93,23 @@ proptest! {
 		let mut bytes = statement.encode();
 		bytes.extend_from_slice(&extra);
 		prop_assert_eq!(Statement::from_bytes(&bytes), Err(Error::TrailingBytes { count: extra.len() }));
+	}
+
+	#[test]
+	fn fields_read_what_the_decoder_reads(statement in statement(), cut in any::<prop::sample::Index>(), flip in any::<prop::sample::Index>(), bit in 0u8..8) {
+		let bytes = statement.encode();
+		fields_agree(&bytes)?;
+		// A prefix, and a flipped bit: both must fail (or not) alike.
+		fields_agree(&bytes[..cut.index(bytes.len())])?;
+		let mut flipped = bytes.clone();
+		let at = flip.index(flipped.len());
+		flipped[at] ^= 1 << bit;
+		fields_agree(&flipped)?;
+	}
+
+	#[test]
+	fn arbitrary_bytes_read_as_fields_as_the_decoder_reads_them(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+		fields_agree(&bytes)?;
 	}
 
 	#[test]
