@@ -9,7 +9,7 @@ use crate::{
 	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
 	Error, Result,
 };
-use statement_primitives::{check_match_all, DecryptionKey, Hash, Statement, Topic};
+use statement_primitives::{check_match_all, DecryptionKey, Fields, Hash, Statement, Topic};
 use std::sync::{atomic::Ordering, Arc};
 
 impl Store {
@@ -48,7 +48,7 @@ impl Store {
 		&self,
 		key: Option<DecryptionKey>,
 		topics: &[Topic],
-		mut map: impl FnMut(&[u8], Statement) -> Option<T>,
+		mut map: impl FnMut(&[u8], &Fields<'_>) -> Option<T>,
 	) -> Result<Vec<T>> {
 		crate::error::catch_db_panic(|| {
 			let _view = self.inner.view.read();
@@ -63,12 +63,14 @@ impl Store {
 				let Some(body) = self.inner.shared_body(id, &mut keep)? else { continue };
 				// Checked against its hash when read from disk, so this only fails for a
 				// statement written by a build with another notion of validity: left out.
-				let Ok(statement) = self.inner.decode_body(&body) else { continue };
+				// Only the key, topics and data are read: decoding the whole statement (and
+				// copying its data) was two thirds of a cached answer's time.
+				let Ok(fields) = Fields::of(&body) else { continue };
 				// A damaged posting list can name a sound statement under the wrong topic.
-				if !carries(&statement, key, topics) {
+				if !carries(&fields, key, topics) {
 					continue;
 				}
-				if let Some(item) = map(&body, statement) {
+				if let Some(item) = map(&body, &fields) {
 					out.push(item);
 				}
 			}
@@ -91,9 +93,9 @@ impl Store {
 		Ok(statement)
 	}
 
-	pub(crate) fn decrypt(&self, dest: &DecryptionKey, statement: &Statement) -> Option<Vec<u8>> {
+	pub(crate) fn decrypt(&self, dest: &DecryptionKey, data: &[u8]) -> Option<Vec<u8>> {
 		let decryptor = self.inner.config.decryptor.as_ref()?;
-		decryptor.decrypt(dest, statement.data()?)
+		decryptor.decrypt(dest, data)
 	}
 }
 
@@ -288,11 +290,10 @@ impl Inner {
 	}
 }
 
-/// Whether `statement` has every one of `topics` and the decryption key `key` (none for
+/// Whether a statement has every one of `topics` and the decryption key `key` (none for
 /// broadcasts).
-fn carries(statement: &Statement, key: Option<DecryptionKey>, topics: &[Topic]) -> bool {
-	statement.decryption_key() == key
-		&& topics.iter().all(|topic| statement.topics().contains(topic))
+fn carries(fields: &Fields<'_>, key: Option<DecryptionKey>, topics: &[Topic]) -> bool {
+	fields.decryption_key() == key && topics.iter().all(|topic| fields.topics().contains(topic))
 }
 
 /// Stored ids in `[from, below)` in admission order, at most `limit`, from the segments of

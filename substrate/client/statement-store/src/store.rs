@@ -170,7 +170,7 @@ impl StatementStore for Store {
 	}
 
 	fn broadcasts(&self, topics: &[Topic]) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(None, topics, |_, statement| statement.into_data())?)
+		Ok(self.query(None, topics, |_, fields| fields.data().map(<[u8]>::to_vec))?)
 	}
 
 	fn posted(
@@ -178,7 +178,7 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(Some(dest), topics, |_, statement| statement.into_data())?)
+		Ok(self.query(Some(dest), topics, |_, fields| fields.data().map(<[u8]>::to_vec))?)
 	}
 
 	fn posted_clear(
@@ -186,7 +186,7 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(Some(dest), topics, |_, statement| self.decrypt(&dest, &statement))?)
+		Ok(self.query(Some(dest), topics, |_, fields| self.decrypt(&dest, fields.data()?))?)
 	}
 
 	fn broadcasts_stmt(&self, topics: &[Topic]) -> statement_primitives::Result<Vec<Vec<u8>>> {
@@ -206,8 +206,8 @@ impl StatementStore for Store {
 		topics: &[Topic],
 		dest: DecryptionKey,
 	) -> statement_primitives::Result<Vec<Vec<u8>>> {
-		Ok(self.query(Some(dest), topics, |body, statement| {
-			let clear = self.decrypt(&dest, &statement)?;
+		Ok(self.query(Some(dest), topics, |body, fields| {
+			let clear = self.decrypt(&dest, fields.data()?)?;
 			let mut out = Vec::with_capacity(body.len() + clear.len());
 			out.extend_from_slice(body);
 			out.extend_from_slice(&clear);
