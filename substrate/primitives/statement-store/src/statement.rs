@@ -120,10 +120,7 @@ impl Statement {
 	/// Set topic number `index` (0-based). Indexes of 4 and above are ignored, as upstream
 	/// does; setting a later topic first leaves the earlier ones zero.
 	pub fn set_topic(&mut self, index: usize, topic: Topic) {
-		if index < MAX_TOPICS {
-			self.topics[index] = topic;
-			self.num_topics = self.num_topics.max(index as u8 + 1);
-		}
+		place_topic(&mut self.topics, &mut self.num_topics, index, topic);
 	}
 
 	/// Set the data in the clear.
@@ -174,6 +171,20 @@ impl Statement {
 			}
 			Some(_) => SignatureVerificationResult::Invalid,
 		}
+	}
+}
+
+/// Put `topic` at `index` of `topics`, of which the first `count` are in use, as
+/// [`Statement::set_topic`] describes (shared with the wire format's `Fields`).
+pub(crate) fn place_topic(
+	topics: &mut [Topic; MAX_TOPICS],
+	count: &mut u8,
+	index: usize,
+	topic: Topic,
+) {
+	if index < MAX_TOPICS {
+		topics[index] = topic;
+		*count = (*count).max(index as u8 + 1);
 	}
 }
 

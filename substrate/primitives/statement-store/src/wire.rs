@@ -209,11 +209,7 @@ impl<'a> FieldSink<&'a [u8]> for Fields<'a> {
 	fn expiry(&mut self, _: u64) {}
 	fn channel(&mut self, _: Channel) {}
 	fn topic(&mut self, index: usize, topic: Topic) {
-		// As `Statement::set_topic`.
-		if index < MAX_TOPICS {
-			self.topics[index] = topic;
-			self.num_topics = self.num_topics.max(index as u8 + 1);
-		}
+		crate::statement::place_topic(&mut self.topics, &mut self.num_topics, index, topic);
 	}
 	fn data(&mut self, reader: &mut Reader<'_, &'a [u8]>, len: usize) -> Result<()> {
 		let rest: &'a [u8] = reader.input;
