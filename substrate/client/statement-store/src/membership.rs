@@ -1,19 +1,26 @@
 //! Which hashes the store holds, answered from memory for every gossiped statement.
 //!
-//! Keeps a 64-bit fingerprint of each hash (its first 8 bytes). A hash that is not stored is
-//! reported as stored only if it shares its fingerprint with a stored one: about n / 2^64,
-//! 2e-13 at 4M statements. The set is a multiset, so removing one of two hashes that share a
-//! fingerprint does not hide the other.
+//! Keeps a 64-bit fingerprint of each hash (its first 8 bytes, big-endian). A hash that is not
+//! stored is reported as stored only if it shares its fingerprint with a stored one: about
+//! n / 2^64, 2e-13 at 4M statements. The set is a multiset, so removing one of two hashes that
+//! share a fingerprint does not hide the other.
 //!
-//! Layout, sized for millions of statements: the top 16 bits of a fingerprint pick one of
-//! 65,536 buckets (and so one of 64 lock shards); a bucket is a sorted vector of the remaining
-//! 48 bits, 6 bytes each. At 4.19M statements that is 24 MiB plus 1.5 MiB of bucket headers,
-//! where a hash set of 64-bit values would take about 72 MiB.
+//! Layout, for one memory access a lookup: 64 shards, each behind its own lock, each a table of
+//! fingerprints in ascending order with gaps ("ordered linear probing"). A fingerprint's home
+//! slot is its position scaled to the table's size; it sits at its home or a little after it,
+//! with no gap between, so a lookup reads from the home slot until it meets the fingerprint, a
+//! larger one or a gap: usually one cache line. (The set was 65,536 sorted buckets before: a
+//! bucket header, then the bucket, then a binary search in it, each a cache miss once the
+//! set no longer fits the CPU's caches, which is most of the time in a node streaming bodies.)
+//! Tables are kept between 75% and 85% full, so the set takes about 10 bytes a statement,
+//! 42 MiB at 4.19M.
 //!
 //! The set is written to a snapshot file when the store closes and every so often while it
 //! runs (see `Store::maintain`), and read back when it opens, so that reopening does not walk
 //! the admission journal: after a clean stop the snapshot is exact; after a crash the store
-//! adds what the journal admitted and takes out what the removal log removed since it.
+//! adds what the journal admitted and takes out what the removal log removed since it. The
+//! file lists 65,536 buckets (by the fingerprint's top 16 bits), each its count and then its
+//! fingerprints' low 48 bits in order.
 
 use crate::schema::Id;
 use parking_lot::RwLock;
@@ -25,12 +32,15 @@ use std::{
 };
 
 const SHARDS: usize = 64;
-const BUCKET_BITS: u32 = 16;
-const BUCKETS: usize = 1 << BUCKET_BITS;
-const BUCKETS_PER_SHARD: usize = BUCKETS / SHARDS;
+/// Buckets in a snapshot file.
+const BUCKETS: usize = 1 << 16;
 
-/// The low 48 bits of a fingerprint, big-endian so that byte order is numeric order.
-type Rest = [u8; 6];
+/// Tables grow past this fullness (in 1/100ths)...
+const MAX_FULL: usize = 85;
+/// ...by an eighth, and shrink to 80% full below half full.
+const SHRUNK_FULL: usize = 80;
+/// Home slots of a table that has never held anything.
+const MIN_HOMES: usize = 64;
 
 /// What the newest membership snapshot covers, to decide when the next one is due.
 pub struct SnapshotMark {
@@ -63,68 +73,194 @@ const MAGIC: &[u8; 8] = b"SSMEMB02";
 
 /// Sharded multiset of hash fingerprints.
 pub struct Membership {
-	shards: Vec<RwLock<Vec<Vec<Rest>>>>,
+	shards: Vec<RwLock<Table>>,
 }
 
 impl Default for Membership {
 	fn default() -> Self {
-		Membership {
-			shards: (0..SHARDS)
-				.map(|_| RwLock::new((0..BUCKETS_PER_SHARD).map(|_| Vec::new()).collect()))
-				.collect(),
-		}
+		Membership { shards: (0..SHARDS).map(|_| RwLock::new(Table::default())).collect() }
 	}
 }
 
-/// Shard, bucket within the shard, and the remaining bits of `hash`'s fingerprint.
-fn split(hash: &Hash) -> (usize, usize, Rest) {
-	let bucket = (usize::from(hash[0]) << 8) | usize::from(hash[1]);
-	let mut rest = [0u8; 6];
-	rest.copy_from_slice(&hash[2..8]);
-	(bucket % SHARDS, bucket / SHARDS, rest)
+/// A hash's fingerprint: its first 8 bytes, big-endian, so that numeric order is byte order.
+fn fingerprint(hash: &Hash) -> u64 {
+	u64::from_be_bytes(hash[..8].try_into().expect("8 of 32 bytes"))
+}
+
+/// The shard of a fingerprint: every fingerprint of one snapshot bucket is in one shard.
+fn shard_of(fingerprint: u64) -> usize {
+	(fingerprint >> 48) as usize % SHARDS
+}
+
+/// One shard: fingerprints in ascending order, each at or after its home slot with no empty
+/// slot between (0 marks an empty slot; the fingerprint 0 is counted apart). The last slot
+/// is always empty, so a scan ends inside the table.
+#[derive(Clone, Default)]
+struct Table {
+	slots: Vec<u64>,
+	/// Home slots: a fingerprint's home is its fraction of 2^64 times this.
+	homes: usize,
+	/// Non-zero fingerprints held.
+	len: usize,
+	/// How many times the fingerprint 0 is held.
+	zeros: usize,
+}
+
+impl Table {
+	fn home(&self, fingerprint: u64) -> usize {
+		((u128::from(fingerprint) * self.homes as u128) >> 64) as usize
+	}
+
+	/// The first slot at or after `fingerprint`'s home that is empty or not below it (with
+	/// `after_equal`, not at or below it).
+	fn scan(&self, fingerprint: u64, after_equal: bool) -> usize {
+		let mut at = self.home(fingerprint);
+		while let Some(&slot) = self.slots.get(at) {
+			if slot == 0 || slot > fingerprint || (slot == fingerprint && !after_equal) {
+				break;
+			}
+			at += 1;
+		}
+		at
+	}
+
+	fn contains(&self, fingerprint: u64) -> bool {
+		if fingerprint == 0 {
+			return self.zeros > 0;
+		}
+		self.slots.get(self.scan(fingerprint, false)) == Some(&fingerprint)
+	}
+
+	fn insert(&mut self, fingerprint: u64) {
+		if fingerprint == 0 {
+			self.zeros += 1;
+			return;
+		}
+		if (self.len + 1) * 100 > self.homes * MAX_FULL {
+			self.rebuild((self.homes + self.homes / 8).max(MIN_HOMES));
+		}
+		let at = self.scan(fingerprint, true);
+		// The run from `at` moves up one slot into the first empty one (the last slot is
+		// empty, so there is one); the table gets a new empty last slot if that was it.
+		let empty = at + self.slots[at..].iter().position(|&slot| slot == 0).unwrap_or(0);
+		if empty + 1 == self.slots.len() {
+			self.slots.reserve_exact(8);
+			self.slots.push(0);
+		}
+		self.slots.copy_within(at..empty, at + 1);
+		self.slots[at] = fingerprint;
+		self.len += 1;
+	}
+
+	fn remove(&mut self, fingerprint: u64) {
+		if fingerprint == 0 {
+			self.zeros = self.zeros.saturating_sub(1);
+			return;
+		}
+		let at = self.scan(fingerprint, false);
+		if self.slots.get(at) != Some(&fingerprint) {
+			return;
+		}
+		// Those after it that are not at their home move down one, up to the first that is
+		// (or an empty slot); the slot that frees is emptied.
+		let mut end = at + 1;
+		while self.slots[end] != 0 && self.home(self.slots[end]) < end {
+			end += 1;
+		}
+		self.slots.copy_within(at + 1..end, at);
+		self.slots[end - 1] = 0;
+		self.len -= 1;
+		if self.homes > 4 * MIN_HOMES && self.len * 2 < self.homes {
+			self.rebuild(self.len * 100 / SHRUNK_FULL + MIN_HOMES);
+		}
+	}
+
+	/// Lay the same fingerprints out over `homes` home slots.
+	fn rebuild(&mut self, homes: usize) {
+		let old = std::mem::take(&mut self.slots);
+		let mut table = Table::with_homes(homes, self.zeros);
+		let mut next = 0;
+		for fingerprint in old.into_iter().filter(|&slot| slot != 0) {
+			table.push_largest(fingerprint, &mut next);
+		}
+		table.finish();
+		*self = table;
+	}
+
+	fn with_homes(homes: usize, zeros: usize) -> Table {
+		let mut slots = Vec::with_capacity(homes + homes / 64 + 8);
+		slots.resize(homes + 1, 0);
+		Table { slots, homes, len: 0, zeros }
+	}
+
+	/// Add a non-zero fingerprint not below any held (how a table is filled in order);
+	/// `next` is the slot after the last one filled (0 to start).
+	fn push_largest(&mut self, fingerprint: u64, next: &mut usize) {
+		let at = self.home(fingerprint).max(*next);
+		if at + 1 >= self.slots.len() {
+			// Exactly: a doubled table would be mostly empty.
+			self.slots.reserve_exact(at + 2 - self.slots.len() + 8);
+			self.slots.resize(at + 2, 0);
+		}
+		self.slots[at] = fingerprint;
+		self.len += 1;
+		*next = at + 1;
+	}
+
+	/// After filling in order: grow if it came out fuller than tables are kept.
+	fn finish(&mut self) {
+		if self.len * 100 > self.homes * MAX_FULL {
+			self.rebuild(self.len * 100 / SHRUNK_FULL + MIN_HOMES);
+		}
+	}
+
+	/// The fingerprints whose top 16 bits are `bucket` (all in this shard), in order.
+	fn bucket(&self, bucket: u64, out: &mut Vec<u64>) {
+		out.clear();
+		let first = bucket << 48;
+		if bucket == 0 {
+			out.extend(std::iter::repeat_n(0, self.zeros));
+		}
+		let last = first | ((1 << 48) - 1);
+		let last_home = self.home(last);
+		let mut at = self.home(first);
+		while let Some(&slot) = self.slots.get(at) {
+			if slot > last || (slot == 0 && at > last_home) {
+				break;
+			}
+			if slot >= first && slot != 0 {
+				out.push(slot);
+			}
+			at += 1;
+		}
+	}
 }
 
 impl Membership {
 	/// Whether `hash` is (almost certainly) stored.
 	pub fn contains(&self, hash: &Hash) -> bool {
-		let (shard, bucket, rest) = split(hash);
-		self.shards[shard].read()[bucket].binary_search(&rest).is_ok()
+		let fingerprint = fingerprint(hash);
+		self.shards[shard_of(fingerprint)].read().contains(fingerprint)
 	}
 
 	/// Record a stored hash.
 	pub fn insert(&self, hash: &Hash) {
-		let (shard, bucket, rest) = split(hash);
-		let mut shard = self.shards[shard].write();
-		let bucket = &mut shard[bucket];
-		let at = bucket.binary_search(&rest).unwrap_or_else(|at| at);
-		if bucket.len() == bucket.capacity() {
-			// Grow by an eighth rather than doubling: buckets stay small and the set tight.
-			bucket.reserve_exact((bucket.len() / 8).max(2));
-		}
-		bucket.insert(at, rest);
+		let fingerprint = fingerprint(hash);
+		self.shards[shard_of(fingerprint)].write().insert(fingerprint);
 	}
 
 	/// Forget one stored hash.
 	pub fn remove(&self, hash: &Hash) {
-		let (shard, bucket, rest) = split(hash);
-		let mut shard = self.shards[shard].write();
-		let bucket = &mut shard[bucket];
-		if let Ok(at) = bucket.binary_search(&rest) {
-			bucket.remove(at);
-			if bucket.capacity() > bucket.len() + bucket.len() / 4 + 4 {
-				bucket.shrink_to(bucket.len() + bucket.len() / 8);
-			}
-		}
+		self.remove_fingerprint(hash[..8].try_into().expect("8 of 32 bytes"));
 	}
 
 	/// Forget one stored hash known only by its fingerprint (the removal log keeps those).
 	pub fn remove_fingerprint(&self, fingerprint: [u8; 8]) {
-		let mut hash = [0u8; 32];
-		hash[..8].copy_from_slice(&fingerprint);
-		self.remove(&hash);
+		let fingerprint = u64::from_be_bytes(fingerprint);
+		self.shards[shard_of(fingerprint)].write().remove(fingerprint);
 	}
 
-	/// A copy of the set as it is now (about 6 bytes a statement).
+	/// A copy of the set as it is now (about 10 bytes a statement).
 	pub fn copy(&self) -> Membership {
 		Membership {
 			shards: self.shards.iter().map(|shard| RwLock::new(shard.read().clone())).collect(),
@@ -135,21 +271,17 @@ impl Membership {
 	pub fn len(&self) -> u64 {
 		self.shards
 			.iter()
-			.map(|shard| shard.read().iter().map(|bucket| bucket.len() as u64).sum::<u64>())
+			.map(|shard| {
+				let shard = shard.read();
+				(shard.len + shard.zeros) as u64
+			})
 			.sum()
 	}
 
 	/// Heap bytes held by the set.
 	#[cfg(test)]
 	pub fn heap_bytes(&self) -> usize {
-		self.shards
-			.iter()
-			.map(|shard| {
-				let shard = shard.read();
-				shard.capacity() * std::mem::size_of::<Vec<Rest>>()
-					+ shard.iter().map(|b| b.capacity() * 6).sum::<usize>()
-			})
-			.sum()
+		self.shards.iter().map(|shard| shard.read().slots.capacity() * 8).sum()
 	}
 
 	/// Write the set to `path` (through a temporary file and a rename, so a crash leaves
@@ -160,12 +292,12 @@ impl Membership {
 		let mut out = ChecksumWriter::new(BufWriter::with_capacity(1 << 20, file));
 		out.write_all(MAGIC)?;
 		write_tag(&mut out, tag)?;
+		let mut fingerprints = Vec::new();
 		for bucket in 0..BUCKETS {
-			let shard = self.shards[bucket % SHARDS].read();
-			let rests = &shard[bucket / SHARDS];
-			out.write_all(&(rests.len() as u32).to_le_bytes())?;
-			for rest in rests {
-				out.write_all(rest)?;
+			self.shards[bucket % SHARDS].read().bucket(bucket as u64, &mut fingerprints);
+			out.write_all(&(fingerprints.len() as u32).to_le_bytes())?;
+			for fingerprint in &fingerprints {
+				out.write_all(&fingerprint.to_be_bytes()[2..])?;
 			}
 		}
 		let checksum = out.hasher.finish();
@@ -196,7 +328,12 @@ impl Membership {
 			Ok(tag) if usable(&tag) => tag,
 			_ => return Ok(None),
 		};
-		let set = Membership::default();
+		// Each shard's buckets come in ascending order, each sorted, so each table fills in
+		// order, sized for its share of the count.
+		let per_shard = (expected.count / SHARDS as u64) as usize;
+		let homes = (per_shard * 100 / SHRUNK_FULL + MIN_HOMES).max(MIN_HOMES);
+		let mut tables: Vec<Table> = (0..SHARDS).map(|_| Table::with_homes(homes, 0)).collect();
+		let mut next = [0usize; SHARDS];
 		let mut total = 0u64;
 		for bucket in 0..BUCKETS {
 			let mut len = [0u8; 4];
@@ -208,18 +345,25 @@ impl Membership {
 			if total > expected.count {
 				return Ok(None);
 			}
-			let mut rests = Vec::with_capacity(len as usize);
+			let table = &mut tables[bucket % SHARDS];
+			let mut previous = None;
 			for _ in 0..len {
-				let mut rest = [0u8; 6];
-				if input.read_exact(&mut rest).is_err() {
+				let mut bytes = [0u8; 8];
+				bytes[..2].copy_from_slice(&(bucket as u16).to_be_bytes());
+				if input.read_exact(&mut bytes[2..]).is_err() {
 					return Ok(None);
 				}
-				rests.push(rest);
+				let fingerprint = u64::from_be_bytes(bytes);
+				if previous.is_some_and(|previous| previous > fingerprint) {
+					return Ok(None);
+				}
+				previous = Some(fingerprint);
+				if fingerprint == 0 {
+					table.zeros += 1;
+				} else {
+					table.push_largest(fingerprint, &mut next[bucket % SHARDS]);
+				}
 			}
-			if !rests.is_sorted() {
-				return Ok(None);
-			}
-			set.shards[bucket % SHARDS].write()[bucket / SHARDS] = rests;
 		}
 		let computed = input.hasher.finish();
 		let mut stored = [0u8; 8];
@@ -230,7 +374,10 @@ impl Membership {
 		{
 			return Ok(None);
 		}
-		Ok(Some((set, expected)))
+		for table in &mut tables {
+			table.finish();
+		}
+		Ok(Some((Membership { shards: tables.into_iter().map(RwLock::new).collect() }, expected)))
 	}
 }
 
@@ -339,8 +486,8 @@ mod tests {
 			set.insert(&hash(n));
 		}
 		assert_eq!(set.len(), 200_000);
-		// 6 bytes a fingerprint plus bucket headers, with little slack.
-		assert!(set.heap_bytes() < 200_000 * 6 + BUCKETS * (24 + 12), "{}", set.heap_bytes());
+		// 8 bytes a fingerprint in tables at least 75% full, with a little slack at the ends.
+		assert!(set.heap_bytes() < 200_000 * 8 * 100 / 75 + SHARDS * 1024, "{}", set.heap_bytes());
 		for n in (0..200_000).step_by(2) {
 			set.remove(&hash(n));
 		}
@@ -348,6 +495,90 @@ mod tests {
 			assert_eq!(set.contains(&hash(n)), n % 2 == 1, "hash {n}");
 		}
 		assert!(!set.contains(&hash(1_000_000)));
+	}
+
+	/// A hash with this fingerprint.
+	fn with_fingerprint(fingerprint: u64) -> Hash {
+		let mut hash = [0xa5u8; 32];
+		hash[..8].copy_from_slice(&fingerprint.to_be_bytes());
+		hash
+	}
+
+	/// Fingerprints that crowd the tables: many equal, many in one shard at the very top of
+	/// the range (past the last home slot), the fingerprint 0, and spread ones.
+	fn crowded(n: u64) -> Vec<u64> {
+		(0..n)
+			.map(|i| match i % 5 {
+				0 => u64::MAX - (i % 97) * (1 << 54),
+				1 => (i % 7) << 48,
+				2 => 0,
+				3 => 0x0040_0000_0000_0000 | (i % 3),
+				_ => fingerprint(&hash(i)),
+			})
+			.collect()
+	}
+
+	#[test]
+	fn tables_agree_with_a_sorted_multiset_through_inserts_removals_and_resizes() {
+		use std::collections::BTreeMap;
+		let set = Membership::default();
+		let mut model: BTreeMap<u64, usize> = BTreeMap::new();
+		let fingerprints = crowded(20_000);
+		// Inserted twice over, then removed in another order, so tables grow and shrink.
+		for round in 0..2 {
+			for &f in &fingerprints {
+				set.insert(&with_fingerprint(f));
+				*model.entry(f).or_default() += 1;
+			}
+			for (i, &f) in fingerprints.iter().enumerate().rev() {
+				if (i + round) % 3 != 0 {
+					set.remove(&with_fingerprint(f));
+					if let Some(count) = model.get_mut(&f) {
+						*count -= 1;
+						if *count == 0 {
+							model.remove(&f);
+						}
+					}
+				}
+			}
+			assert_eq!(set.len(), model.values().sum::<usize>() as u64);
+			for &f in fingerprints.iter().chain(&[1, 2, u64::MAX, 1 << 48]) {
+				assert_eq!(set.contains(&with_fingerprint(f)), model.contains_key(&f), "{f:x}");
+			}
+			for shard in &set.shards {
+				let table = shard.read();
+				let held: Vec<u64> = table.slots.iter().copied().filter(|&s| s != 0).collect();
+				assert!(held.is_sorted());
+				assert_eq!(table.slots.last(), Some(&0));
+				for (at, &slot) in table.slots.iter().enumerate().filter(|(_, &s)| s != 0) {
+					let home = table.home(slot);
+					assert!(home <= at && table.slots[home..at].iter().all(|&s| s != 0));
+				}
+			}
+		}
+		// Removing what is not held changes nothing.
+		set.remove(&with_fingerprint(3));
+		assert_eq!(set.len(), model.values().sum::<usize>() as u64);
+	}
+
+	#[test]
+	fn a_crowded_snapshot_round_trips() {
+		let dir = tempfile::tempdir().unwrap();
+		let path = dir.path().join("membership");
+		let set = Membership::default();
+		let fingerprints = crowded(10_000);
+		for &f in &fingerprints {
+			set.insert(&with_fingerprint(f));
+		}
+		set.save(&path, &tag(10_000)).unwrap();
+		let (loaded, _) = Membership::load(&path, |t| *t == tag(10_000)).unwrap().expect("loaded");
+		assert_eq!(loaded.len(), 10_000);
+		for &f in &fingerprints {
+			loaded.remove(&with_fingerprint(f));
+			set.remove(&with_fingerprint(f));
+			assert_eq!(loaded.len(), set.len());
+		}
+		assert_eq!(loaded.len(), 0);
 	}
 
 	#[test]
