@@ -28,8 +28,9 @@
 //!   write path (`Inner::write`); `intent`: the redo log every change is appended to first;
 //!   `staging`: acknowledged batches in memory in front of parity-db; `writeback`: the drain
 //!   and checkpoint threads that move them into parity-db; `disk`: free-space watch.
-//! - `read`: MatchAll queries and body reads (checked against their hash); `cache`, `bodies`,
-//!   `limit`: the byte-bounded caches; `view`: the reader/publisher lock; `posting`: id lists.
+//! - `read`: MatchAll queries and body reads (checked against their hash); `read_ahead`: a
+//!   large answer's bodies read on helper threads; `cache`, `bodies`, `limit`: the
+//!   byte-bounded caches; `view`: the reader/publisher lock; `posting`: id lists.
 //! - `subscription`, `paging`: bounded subscribers and walks that hold the view lock a page at
 //!   a time; `snapshot`, `membership`: the in-memory hash set and its snapshot file.
 //! - `maintenance`: expiry, ban purge, allowance re-checks, trimming to the limits.
@@ -107,6 +108,7 @@ mod open;
 mod paging;
 mod posting;
 mod read;
+mod read_ahead;
 mod schema;
 mod snapshot;
 mod staging;

@@ -19,8 +19,8 @@ use statement_primitives::{Hash, Statement, TopicFilter};
 /// Most ids one page takes under the view lock: a few hundred microseconds of lookups.
 pub const PAGE_IDS: usize = 512;
 
-/// Most threads a dump (`statements()`) reads on.
-pub const DUMP_THREADS: usize = 4;
+/// Most threads a large read (a dump, the bodies of a large answer) reads on.
+pub const READ_THREADS: usize = 4;
 
 /// Ids taken for a page: the ids, and how far the walk looked (the next page starts after
 /// it), `None` when nothing is left.
@@ -185,7 +185,7 @@ impl Store {
 	/// Every stored statement with its hash, in admission order: what `statements()`
 	/// returns. The ids are taken a page at a time under the view lock (see
 	/// [`Store::walk_id_pages`]); the pages' bodies are then read, checked against their
-	/// hashes and decoded on up to [`DUMP_THREADS`] threads, contiguous runs of pages each,
+	/// hashes and decoded on up to [`READ_THREADS`] threads, contiguous runs of pages each,
 	/// since a dump of a large store is one independent read, hash and decode per statement.
 	/// A statement removed after its page was taken is left out, as a later page would.
 	pub(crate) fn all_statements(&self) -> Result<Vec<(Hash, Statement)>> {
@@ -196,7 +196,7 @@ impl Store {
 		})?;
 		let threads = std::thread::available_parallelism()
 			.map_or(1, |n| n.get())
-			.clamp(1, DUMP_THREADS)
+			.clamp(1, READ_THREADS)
 			.min(pages.len().max(1));
 		let per_thread = pages.len().div_ceil(threads).max(1);
 		let mut runs = Vec::with_capacity(threads);

@@ -5,6 +5,7 @@ use crate::{
 	error::bad,
 	paging::PAGE_IDS,
 	posting::{decode_segment, intersect, PostingList},
+	read_ahead::{Fetched, READ_AHEAD_FROM},
 	schema::{self, Id, PostingKey, Record},
 	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
 	Error, Result,
@@ -43,7 +44,9 @@ impl Store {
 
 	/// For each matching statement, `map` of its encoding and decoded form. Bodies are taken
 	/// one at a time, shared with the body cache, so that an answer of many statements does
-	/// not first copy every encoding (the callers that return data never need it).
+	/// not first copy every encoding (the callers that return data never need it); those of
+	/// an answer of [`READ_AHEAD_FROM`] or more are read ahead on helper threads (see
+	/// `read_ahead`), `map` still runs here, in order.
 	pub(crate) fn query<T>(
 		&self,
 		key: Option<DecryptionKey>,
@@ -59,19 +62,30 @@ impl Store {
 			// one call keeps at most half the cache, so a repeated large answer finds that
 			// half still cached.
 			let mut keep = self.inner.bodies.budget() / 2;
-			for &id in &ids {
-				let Some(body) = self.inner.shared_body(id, &mut keep)? else { continue };
+			let mut answer = |id: Id, body: Option<Fetched>| {
+				let body = match body {
+					None => return,
+					Some(Fetched::Cached(body)) => body,
+					Some(Fetched::Read(body)) => self.inner.offer_body(id, body, &mut keep),
+				};
 				// Checked against its hash when read from disk, so this only fails for a
 				// statement written by a build with another notion of validity: left out.
 				// Only the key, topics and data are read: decoding the whole statement (and
 				// copying its data) was two thirds of a cached answer's time.
-				let Ok(fields) = Fields::of(&body) else { continue };
+				let Ok(fields) = Fields::of(&body) else { return };
 				// A damaged posting list can name a sound statement under the wrong topic.
 				if !carries(&fields, key, topics) {
-					continue;
+					return;
 				}
 				if let Some(item) = map(&body, &fields) {
 					out.push(item);
+				}
+			};
+			if ids.len() >= READ_AHEAD_FROM {
+				self.inner.read_ahead(&ids, answer)?;
+			} else {
+				for &id in &ids {
+					answer(id, self.inner.fetch_body(id)?);
 				}
 			}
 			Ok(out)
@@ -146,21 +160,16 @@ impl Inner {
 		segments(self.db.raw(), key)
 	}
 
-	/// The encoding of an indexed id, from the body cache or read from disk (shared with the
-	/// cache, not copied); `None` if it is quarantined. A body read from disk is kept in the
-	/// cache while its weight fits in `keep`, which it is taken from.
-	pub fn shared_body(&self, id: Id, keep: &mut usize) -> Result<Option<Arc<[u8]>>> {
-		if let Some(body) = self.bodies.get(id) {
-			return Ok(Some(body));
-		}
-		let Some(body) = self.body_from_disk(id, None)? else { return Ok(None) };
+	/// A body read from disk for an answer, shared: kept in the body cache while its weight
+	/// fits in `keep`, which it is taken from.
+	pub fn offer_body(&self, id: Id, body: Vec<u8>, keep: &mut usize) -> Arc<[u8]> {
 		let body: Arc<[u8]> = Arc::from(body);
 		let weight = crate::bodies::BodyCache::weight(&body);
 		if weight <= *keep {
 			*keep -= weight;
 			self.bodies.insert_shared(id, body.clone());
 		}
-		Ok(Some(body))
+		body
 	}
 
 	/// The encoding of an indexed id, from the database, checked against its hash, so that a

@@ -301,7 +301,7 @@ mod tests {
 		let dir = tempfile::tempdir().unwrap();
 		let (store, signed) = store_and_signer(dir.path());
 		// Enough pages for every dump thread to read several.
-		let count = (PAGE_IDS * crate::paging::DUMP_THREADS * 2 + 7) as u32;
+		let count = (PAGE_IDS * crate::paging::READ_THREADS * 2 + 7) as u32;
 		let mut expected = Vec::new();
 		for n in 0..count {
 			let statement = signed(n);
@@ -318,6 +318,27 @@ mod tests {
 		assert_eq!(hashes.len(), expected.len());
 		assert!(hashes == expected, "the dump is out of admission order");
 		assert!(dumped.iter().all(|(hash, statement)| statement.hash() == *hash));
+	}
+
+	#[test]
+	fn a_large_answer_read_ahead_keeps_admission_order_and_skips_removals() {
+		let dir = tempfile::tempdir().unwrap();
+		let (store, signed) = store_and_signer(dir.path());
+		// Enough ids for the answer to be read ahead, in more chunks than helpers.
+		let count = (crate::read_ahead::READ_AHEAD_FROM * 2 + 300) as u32;
+		for n in 0..count {
+			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
+		}
+		for n in (0..count).step_by(7) {
+			store.remove(&signed(n).hash()).unwrap();
+		}
+		let expected: Vec<Vec<u8>> =
+			(0..count).filter(|n| n % 7 != 0).map(|n| n.to_le_bytes().to_vec()).collect();
+		// From disk, then with part of the answer in the body cache.
+		store.clear_cache();
+		assert!(store.broadcasts(&[]).unwrap() == expected, "the answer is out of order");
+		assert!(store.inner.bodies.used_bytes() > 0, "the bodies read were offered to the cache");
+		assert!(store.broadcasts(&[]).unwrap() == expected, "the answer is out of order");
 	}
 
 	#[test]

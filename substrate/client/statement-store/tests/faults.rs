@@ -207,16 +207,16 @@ fn damage_data(n: u32) -> Vec<u8> {
 	format!("statement number {n:05} of the damage test").into_bytes()
 }
 
-/// A store of 2,000 statements (in a `statements` directory of a temporary one) whose
+/// A store of `count` statements (in a `statements` directory of a temporary one) whose
 /// statement 9 has a flipped byte in its body on disk: the temporary directory, the store's,
 /// its clock and that statement. It has id 10, which the sampled check at open does not look
 /// at, so the store opens and meets the damage on a read.
-fn with_a_damaged_body() -> (tempfile::TempDir, PathBuf, TestClock, Statement) {
+fn with_a_damaged_body(count: u32) -> (tempfile::TempDir, PathBuf, TestClock, Statement) {
 	let parent = tempfile::tempdir().unwrap();
 	let dir = parent.path().join("statements");
 	let clock = TestClock::new();
 	let store = open(&dir, &clock);
-	for n in 0..2_000u32 {
+	for n in 0..count {
 		let statement = simple(n % 20, &[n % 2], &damage_data(n));
 		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
 	}
@@ -227,7 +227,7 @@ fn with_a_damaged_body() -> (tempfile::TempDir, PathBuf, TestClock, Statement) {
 
 #[test]
 fn a_damaged_body_on_disk_is_left_out_of_answers_counted_and_found_by_check() {
-	let (_parent, dir, clock, damaged) = with_a_damaged_body();
+	let (_parent, dir, clock, damaged) = with_a_damaged_body(2_000);
 	let dir = dir.as_path();
 	let store = open(dir, &clock);
 	let answer = store.broadcasts(&[topic(1)]).unwrap();
@@ -258,10 +258,21 @@ fn a_damaged_body_on_disk_is_left_out_of_answers_counted_and_found_by_check() {
 }
 
 #[test]
+fn a_damaged_body_in_an_answer_read_on_helper_threads_is_left_out_and_counted() {
+	// 2,500 statements carry topic 1, enough for their bodies to be read ahead.
+	let (_parent, dir, clock, _) = with_a_damaged_body(5_000);
+	let store = open(&dir, &clock);
+	let expected: Vec<Vec<u8>> =
+		(1..5_000).step_by(2).filter(|n| *n != 9).map(damage_data).collect();
+	assert!(store.broadcasts(&[topic(1)]).unwrap() == expected, "the intact ones, in order");
+	assert_eq!(store.metrics().corrupt, 1);
+}
+
+#[test]
 fn a_damaged_body_holds_up_neither_expiry_nor_removals() {
 	// A removal reads what to unindex from the body, so this one cannot be unindexed until
 	// `repair`.
-	let (_parent, dir, clock, damaged) = with_a_damaged_body();
+	let (_parent, dir, clock, damaged) = with_a_damaged_body(2_000);
 	let dir = dir.as_path();
 	let store = open(dir, &clock);
 	store.remove(&damaged.hash()).unwrap();

@@ -1,0 +1,82 @@
+//! The bodies of a large answer, read ahead on helper threads and handed over in order.
+//!
+//! An answer of thousands of statements whose bodies are not cached costs one disk read and
+//! one blake2 check per statement, each independent of the others. Helpers read chunks of the
+//! answer's ids (chunk k by helper k mod h) while the asking thread turns the bodies already
+//! read into the answer, in order. A helper is at most one chunk ahead of the asker, so the
+//! bodies in flight are a few chunks whatever the answer's size. The asker holds the view
+//! lock throughout, as it does reading alone, so a helper reads what the asker would have.
+
+use crate::{paging::READ_THREADS, schema::Id, store::Inner, Error, Result};
+use std::sync::{mpsc, Arc};
+
+/// Answers of fewer ids are read on the asking thread alone: starting helpers would cost
+/// more than they save.
+pub const READ_AHEAD_FROM: usize = 2048;
+
+/// Ids a helper reads before handing their bodies over.
+const CHUNK: usize = 256;
+
+/// A body as it was found.
+pub enum Fetched {
+	/// In the body cache.
+	Cached(Arc<[u8]>),
+	/// On disk (checked against the stored hashes), not yet offered to the cache.
+	Read(Vec<u8>),
+}
+
+impl Inner {
+	/// The body of indexed `id`, from the cache or else from disk (checked, see
+	/// [`Inner::body_from_disk`]); `None` if it is quarantined.
+	pub fn fetch_body(&self, id: Id) -> Result<Option<Fetched>> {
+		if let Some(body) = self.bodies.get(id) {
+			return Ok(Some(Fetched::Cached(body)));
+		}
+		Ok(self.body_from_disk(id, None)?.map(Fetched::Read))
+	}
+
+	/// `each` of every id in `ids`, in order, with its body as [`Inner::fetch_body`] finds
+	/// it, the bodies read on up to [`READ_THREADS`] helper threads. The caller holds the
+	/// view lock. A helper that cannot be started leaves its chunks to this thread.
+	pub fn read_ahead(&self, ids: &[Id], mut each: impl FnMut(Id, Option<Fetched>)) -> Result<()> {
+		let helpers =
+			std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READ_THREADS);
+		let chunks: Vec<&[Id]> = ids.chunks(CHUNK).collect();
+		let fetch_all = |chunk: &[Id]| -> Result<Vec<Option<Fetched>>> {
+			chunk.iter().map(|&id| self.fetch_body(id)).collect()
+		};
+		std::thread::scope(|scope| {
+			let mut lanes = Vec::with_capacity(helpers);
+			for first in 0..helpers {
+				let (send, receive) = mpsc::sync_channel(1);
+				let chunks = &chunks;
+				let helper = move || {
+					for &chunk in chunks.iter().skip(first).step_by(helpers) {
+						let read = crate::error::catch_db_panic(|| fetch_all(chunk));
+						let failed = read.is_err();
+						// The asker stopped (an error in an earlier chunk): so does the helper.
+						if send.send(read).is_err() || failed {
+							return;
+						}
+					}
+				};
+				let spawned = std::thread::Builder::new()
+					.name("statement-read".into())
+					.spawn_scoped(scope, helper);
+				lanes.push(spawned.ok().map(|_| receive));
+			}
+			for (k, &chunk) in chunks.iter().enumerate() {
+				let bodies = match &lanes[k % helpers] {
+					Some(receive) => receive.recv().map_err(|_| {
+						Error::Damaged("a thread reading an answer's bodies stopped".into())
+					})??,
+					None => fetch_all(chunk)?,
+				};
+				for (&id, body) in chunk.iter().zip(bodies) {
+					each(id, body);
+				}
+			}
+			Ok(())
+		})
+	}
+}
