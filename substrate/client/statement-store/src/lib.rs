@@ -50,8 +50,8 @@
 //! of parity-db and handed over together, so a key many batches rewrite, such as a posting
 //! segment or the counters, is written once.)
 //!
-//! The in-memory membership set that answers `has_statement` (about 10 bytes a statement) is
-//! written to [`SNAPSHOT_FILE`] (6 bytes a statement) when the store closes, and by
+//! The in-memory membership set that answers `has_statement` (about 11 bytes a statement)
+//! is written to [`SNAPSHOT_FILE`] (6 bytes a statement) when the store closes, and by
 //! maintenance every [`Config::snapshot_changes`] changes ([`Store::write_snapshot`]). Every
 //! removal is also appended to a removal log (id and fingerprint, in meta-column segments).
 //! Opening reads the snapshot; if the database moved on since (a crash), it adds the
