@@ -224,10 +224,12 @@ impl Table {
 	}
 
 	fn with_homes(homes: usize, zeros: usize) -> Table {
-		let mut slots = Vec::with_capacity(homes + homes / 64 + 8);
-		slots.resize(homes + 1, 0);
-		let mut tags = Vec::with_capacity(slots.capacity());
-		tags.resize(homes + 1, 0);
+		// Room for a tail past the last home slot; allocated zeroed (fresh pages need no
+		// clearing), then cut to the slots in use.
+		let room = homes + homes / 64 + 8;
+		let (mut slots, mut tags) = (vec![0u64; room], vec![0u8; room]);
+		slots.truncate(homes + 1);
+		tags.truncate(homes + 1);
 		Table { slots, tags, homes, len: 0, zeros }
 	}
 
@@ -382,6 +384,7 @@ impl Membership {
 		let mut tables: Vec<Table> = (0..SHARDS).map(|_| Table::with_homes(homes, 0)).collect();
 		let mut next = [0usize; SHARDS];
 		let mut total = 0u64;
+		let mut rests = Vec::new();
 		for bucket in 0..BUCKETS {
 			let mut len = [0u8; 4];
 			if input.read_exact(&mut len).is_err() {
@@ -393,13 +396,16 @@ impl Membership {
 				return Ok(None);
 			}
 			let table = &mut tables[bucket % SHARDS];
+			// A bucket at a time: read and checksummed in one piece.
+			rests.resize(len as usize * 6, 0);
+			if input.read_exact(&mut rests).is_err() {
+				return Ok(None);
+			}
 			let mut previous = None;
-			for _ in 0..len {
+			for rest in rests.chunks_exact(6) {
 				let mut bytes = [0u8; 8];
 				bytes[..2].copy_from_slice(&(bucket as u16).to_be_bytes());
-				if input.read_exact(&mut bytes[2..]).is_err() {
-					return Ok(None);
-				}
+				bytes[2..].copy_from_slice(rest);
 				let fingerprint = u64::from_be_bytes(bytes);
 				if previous.is_some_and(|previous| previous > fingerprint) {
 					return Ok(None);
