@@ -5,7 +5,7 @@ use crate::{
 	error::bad,
 	paging::PAGE_IDS,
 	posting::{decode_segment, intersect, PostingList},
-	read_ahead::{Fetched, READ_AHEAD_FROM},
+	read_ahead::{Fetched, READ_AHEAD_FROM, READ_AHEAD_WINDOW},
 	schema::{self, Id, PostingKey, Record},
 	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
 	Error, Result,
@@ -44,9 +44,9 @@ impl Store {
 
 	/// For each matching statement, `map` of its encoding and decoded form. Bodies are taken
 	/// one at a time, shared with the body cache, so that an answer of many statements does
-	/// not first copy every encoding (the callers that return data never need it); those of
-	/// an answer of [`READ_AHEAD_FROM`] or more are read ahead on helper threads (see
-	/// `read_ahead`), `map` still runs here, in order.
+	/// not first copy every encoding (the callers that return data never need it). Where an
+	/// answer's bodies come from disk and [`READ_AHEAD_FROM`] or more are left, the rest are
+	/// read ahead on helper threads (see `read_ahead`); `map` still runs here, in order.
 	pub(crate) fn query<T>(
 		&self,
 		key: Option<DecryptionKey>,
@@ -81,11 +81,23 @@ impl Store {
 					out.push(item);
 				}
 			};
-			if ids.len() >= READ_AHEAD_FROM {
-				self.inner.read_ahead(&ids, answer)?;
-			} else {
-				for &id in &ids {
-					answer(id, self.inner.fetch_body(id)?);
+			// Read here a window at a time; once a quarter of a window came from disk and
+			// enough is left, the rest is read ahead (an answer served from the cache never
+			// starts helpers, one whose first part was cached starts them where it ends).
+			let mut at = 0;
+			while at < ids.len() {
+				let window = &ids[at..ids.len().min(at + READ_AHEAD_WINDOW)];
+				let mut from_disk = 0;
+				for &id in window {
+					let body = self.inner.fetch_body(id)?;
+					from_disk += usize::from(matches!(body, Some(Fetched::Read(_))));
+					answer(id, body);
+				}
+				at += window.len();
+				let left = &ids[at..];
+				if left.len() >= READ_AHEAD_FROM && from_disk * 4 >= window.len() {
+					self.inner.read_ahead(left, &mut answer)?;
+					break;
 				}
 			}
 			Ok(out)

@@ -1,18 +1,24 @@
 //! The bodies of a large answer, read ahead on helper threads and handed over in order.
 //!
 //! An answer of thousands of statements whose bodies are not cached costs one disk read and
-//! one blake2 check per statement, each independent of the others. Helpers read chunks of the
-//! answer's ids (chunk k by helper k mod h) while the asking thread turns the bodies already
-//! read into the answer, in order. A helper is at most one chunk ahead of the asker, so the
-//! bodies in flight are a few chunks whatever the answer's size. The asker holds the view
+//! one blake2 check per statement, each independent of the others. A query reads its first
+//! ids itself, a window at a time; once a quarter or more of a window came from disk and
+//! enough ids are left, helpers read chunks of the rest (chunk k by helper k mod h) while the
+//! asking thread turns the bodies already read into the answer, in order. An answer served
+//! from the cache never starts helpers. A helper is at most one chunk ahead of the asker, so
+//! the bodies in flight are a few chunks whatever the answer's size. The asker holds the view
 //! lock throughout, as it does reading alone, so a helper reads what the asker would have.
 
 use crate::{paging::READ_THREADS, schema::Id, store::Inner, Error, Result};
 use std::sync::{mpsc, Arc};
 
-/// Answers of fewer ids are read on the asking thread alone: starting helpers would cost
-/// more than they save.
-pub const READ_AHEAD_FROM: usize = 2048;
+/// Fewer ids left are read on the asking thread alone: starting helpers would cost more
+/// than they save.
+pub const READ_AHEAD_FROM: usize = 1024;
+
+/// Ids a query reads on its own thread before it looks at how many came from disk (a
+/// quarter or more: the rest is read ahead).
+pub const READ_AHEAD_WINDOW: usize = 128;
 
 /// Ids a helper reads before handing their bodies over.
 const CHUNK: usize = 256;

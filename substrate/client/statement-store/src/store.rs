@@ -324,8 +324,8 @@ mod tests {
 	fn a_large_answer_read_ahead_keeps_admission_order_and_skips_removals() {
 		let dir = tempfile::tempdir().unwrap();
 		let (store, signed) = store_and_signer(dir.path());
-		// Enough ids for the answer to be read ahead, in more chunks than helpers.
-		let count = (crate::read_ahead::READ_AHEAD_FROM * 2 + 300) as u32;
+		// Enough ids for most of the answer to be read ahead, in more chunks than helpers.
+		let count = (crate::read_ahead::READ_AHEAD_FROM * 4 + 300) as u32;
 		for n in 0..count {
 			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
 		}
