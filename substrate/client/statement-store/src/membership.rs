@@ -173,10 +173,7 @@ impl Table {
 		// empty, so there is one); the table gets a new empty last slot if that was it.
 		let empty = at + self.slots[at..].iter().position(|&slot| slot == 0).unwrap_or(0);
 		if empty + 1 == self.slots.len() {
-			self.slots.reserve_exact(8);
-			self.slots.push(0);
-			self.tags.reserve_exact(8);
-			self.tags.push(0);
+			self.extend_to(empty + 2);
 		}
 		self.slots.copy_within(at..empty, at + 1);
 		self.tags.copy_within(at..empty, at + 1);
@@ -212,11 +209,11 @@ impl Table {
 
 	/// Lay the same fingerprints out over `homes` home slots.
 	fn rebuild(&mut self, homes: usize) {
-		let old = std::mem::take(&mut self.slots);
-		self.tags = Vec::new();
-		let mut table = Table::with_homes(homes, self.zeros);
+		// The old tags go before the new table is allocated.
+		let Table { slots, zeros, .. } = std::mem::take(self);
+		let mut table = Table::with_homes(homes, zeros);
 		let mut next = 0;
-		for fingerprint in old.into_iter().filter(|&slot| slot != 0) {
+		for fingerprint in slots.into_iter().filter(|&slot| slot != 0) {
 			table.push_largest(fingerprint, &mut next);
 		}
 		table.finish();
@@ -238,16 +235,21 @@ impl Table {
 	fn push_largest(&mut self, fingerprint: u64, next: &mut usize) {
 		let at = self.home(fingerprint).max(*next);
 		if at + 1 >= self.slots.len() {
-			// Exactly: a doubled table would be mostly empty.
-			self.slots.reserve_exact(at + 2 - self.slots.len() + 8);
-			self.slots.resize(at + 2, 0);
-			self.tags.reserve_exact(at + 2 - self.tags.len() + 8);
-			self.tags.resize(at + 2, 0);
+			self.extend_to(at + 2);
 		}
 		self.slots[at] = fingerprint;
 		self.tags[at] = tag_of(fingerprint);
 		self.len += 1;
 		*next = at + 1;
+	}
+
+	/// Empty slots (and their tags) up to `len`, with room for a few more: reserved exactly,
+	/// since a doubled table would be mostly empty.
+	fn extend_to(&mut self, len: usize) {
+		self.slots.reserve_exact(len - self.slots.len() + 8);
+		self.slots.resize(len, 0);
+		self.tags.reserve_exact(len - self.tags.len() + 8);
+		self.tags.resize(len, 0);
 	}
 
 	/// After filling in order: grow if it came out fuller than tables are kept.
