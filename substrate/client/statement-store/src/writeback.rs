@@ -28,6 +28,12 @@
 //! of piling up in memory ([`crate::MetricsSnapshot::pending_bytes`]).
 //!
 //! The drain thread also measures the free disk space (see `disk`).
+//!
+//! Both threads run [`BACKGROUND_NICE`] steps below the rest of the process (Linux), so that
+//! a checkpoint's burst of table writes (10-35 ms of one core under a submit stream) waits
+//! for the threads serving requests on a small machine rather than the other way round.
+//! Work they fall behind on is done by writers at their own priority (above), so a busy
+//! machine slows them without letting the backlog grow.
 
 use crate::{disk::DiskGuard, intent::IntentLog, staging::Database, Result};
 use parking_lot::{Condvar, Mutex};
@@ -39,6 +45,29 @@ use std::{
 	thread::JoinHandle,
 	time::{Duration, Instant},
 };
+
+/// How many nice steps below the process the writeback threads run (Linux; the nice value
+/// stops at 19). Ten gives them about a tenth of the CPU a request-serving thread gets when
+/// the cores are contended, and all of it when they are idle.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lower the calling thread's CPU priority by [`BACKGROUND_NICE`]. On Linux a thread id names
+/// that thread alone for `setpriority`; elsewhere this does nothing. A failure only leaves
+/// the thread at the process's priority.
+fn lower_priority(name: &str) {
+	#[cfg(target_os = "linux")]
+	{
+		use rustix::process::{getpriority_process, setpriority_process};
+		let me = Some(rustix::thread::gettid());
+		let lowered = getpriority_process(me)
+			.and_then(|nice| setpriority_process(me, (nice + BACKGROUND_NICE).min(19)));
+		if let Err(err) = lowered {
+			log::debug!(target: "statement-store", "{name} keeps the process's priority: {err}");
+		}
+	}
+	#[cfg(not(target_os = "linux"))]
+	let _ = name;
+}
 
 /// Write one commit and make it durable before returning (used outside batches: creating a
 /// database, tests).
@@ -255,7 +284,8 @@ impl WritebackThreads {
 		Ok(applier)
 	}
 
-	/// Run `work` on a new thread every `period` until stopped.
+	/// Run `work` on a new thread, [`BACKGROUND_NICE`] below the process, every `period`
+	/// until stopped.
 	fn spawn(
 		&mut self,
 		name: &str,
@@ -263,7 +293,9 @@ impl WritebackThreads {
 		work: impl Fn() -> Result<()> + Send + 'static,
 	) -> std::io::Result<()> {
 		let shared = self.state.clone();
+		let thread_name = name.to_string();
 		let thread = std::thread::Builder::new().name(name.into()).spawn(move || {
+			lower_priority(&thread_name);
 			let (stop, wake) = &*shared;
 			loop {
 				{
@@ -381,5 +413,49 @@ mod tests {
 		store.inner.writeback.checkpoint().unwrap();
 		assert_eq!(store.inner.writeback.pending_bytes(), 0);
 		assert_eq!(store.len(), submitted);
+	}
+
+	/// Nice values of this process's threads called `name`, from `/proc/self/task`.
+	#[cfg(target_os = "linux")]
+	fn nice_of_threads(name: &str) -> Vec<i32> {
+		let mut nices = Vec::new();
+		for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+			let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+			if comm.trim_end() != name {
+				continue;
+			}
+			let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+			// Fields after the name (which may hold spaces): state is field 3, nice field 19.
+			let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+			if let Some(nice) = after_name.split_whitespace().nth(16) {
+				nices.push(nice.parse().unwrap());
+			}
+		}
+		nices
+	}
+
+	#[cfg(target_os = "linux")]
+	#[test]
+	fn the_writeback_threads_run_below_the_process_priority() {
+		let dir = tempfile::tempdir().unwrap();
+		let allowances = MapAllowances::new().with_default(StatementAllowance::new(10, 1 << 20));
+		let _store = Store::open(Config::new(dir.path()), Arc::new(allowances)).unwrap();
+		let process = rustix::process::getpriority_process(None).unwrap();
+		let wanted = (process + super::BACKGROUND_NICE).min(19);
+		// Other tests' stores run threads of the same names: every one must be lowered.
+		let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+		for name in ["stmt-store-log", "stmt-store-ckpt"] {
+			loop {
+				let nices = nice_of_threads(name);
+				if !nices.is_empty() && nices.iter().all(|nice| *nice == wanted) {
+					break;
+				}
+				assert!(
+					std::time::Instant::now() < deadline,
+					"{name} threads at nice {nices:?}, want {wanted} (process at {process})"
+				);
+				std::thread::sleep(std::time::Duration::from_millis(10));
+			}
+		}
 	}
 }
