@@ -54,7 +54,7 @@ pub const BACKGROUND_NICE: i32 = 10;
 /// Lower the calling thread's CPU priority by [`BACKGROUND_NICE`]. On Linux a thread id names
 /// that thread alone for `setpriority`; elsewhere this does nothing. A failure only leaves
 /// the thread at the process's priority.
-fn lower_priority(name: &str) {
+fn lower_priority() {
 	#[cfg(target_os = "linux")]
 	{
 		use rustix::process::{getpriority_process, setpriority_process};
@@ -62,11 +62,11 @@ fn lower_priority(name: &str) {
 		let lowered = getpriority_process(me)
 			.and_then(|nice| setpriority_process(me, (nice + BACKGROUND_NICE).min(19)));
 		if let Err(err) = lowered {
+			let thread = std::thread::current();
+			let name = thread.name().unwrap_or("a writeback thread");
 			log::debug!(target: "statement-store", "{name} keeps the process's priority: {err}");
 		}
 	}
-	#[cfg(not(target_os = "linux"))]
-	let _ = name;
 }
 
 /// Write one commit and make it durable before returning (used outside batches: creating a
@@ -293,9 +293,8 @@ impl WritebackThreads {
 		work: impl Fn() -> Result<()> + Send + 'static,
 	) -> std::io::Result<()> {
 		let shared = self.state.clone();
-		let thread_name = name.to_string();
 		let thread = std::thread::Builder::new().name(name.into()).spawn(move || {
-			lower_priority(&thread_name);
+			lower_priority();
 			let (stop, wake) = &*shared;
 			loop {
 				{
