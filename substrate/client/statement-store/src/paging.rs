@@ -10,11 +10,12 @@
 use crate::{
 	posting::intersect,
 	read::stored_ids,
+	read_ahead::HASH_GROUP,
 	schema::{self, Id, PostingKey},
 	store::{Inner, StatementsPage, Store},
 	Result,
 };
-use statement_primitives::{Hash, Statement, TopicFilter};
+use statement_primitives::{hash_encoded_each, Hash, Statement, TopicFilter};
 
 /// Most ids one page takes under the view lock: a few hundred microseconds of lookups.
 pub const PAGE_IDS: usize = 512;
@@ -116,31 +117,41 @@ impl Inner {
 	) -> Result<Bodies> {
 		let mut bodies = Bodies { read: Vec::new(), bytes: 0, cursor: after, complete: true };
 		let Some(scanned_to) = ids.scanned_to else { return Ok(bodies) };
-		for id in ids.entries {
-			let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
-				bodies.cursor = id;
-				continue;
-			};
-			// Checked against the stored hashes, as every body read from disk without its
-			// hash (see `Inner::body_from_disk`). Without the view lock a hash that is no
-			// longer stored may be a removal since: the list of stored ids tells removal
-			// from damage.
-			let hash = statement_primitives::hash_encoded(&body);
-			if !self.membership.contains(&hash) {
-				if self.is_stored_id(id)? {
-					self.quarantine(id, "has a body that does not match its hash");
+		// Read a group at a time and hashed together (see `hash_encoded_each`); a page that
+		// ends inside a group read at most `HASH_GROUP - 1` bodies it does not use.
+		for group in ids.entries.chunks(HASH_GROUP) {
+			let mut read = Vec::with_capacity(group.len());
+			for &id in group {
+				read.push(self.db.get(schema::COL_BODY, &schema::body_key(id))?);
+			}
+			let mut hashes =
+				hash_encoded_each(read.iter().flatten().map(Vec::as_slice)).into_iter();
+			for (&id, body) in group.iter().zip(read) {
+				let Some(body) = body else {
+					bodies.cursor = id;
+					continue;
+				};
+				let hash = hashes.next().expect("a hash for each body read; qed");
+				// Checked against the stored hashes, as every body read from disk without
+				// its hash (see `Inner::bodies_from_disk`). Without the view lock a hash that
+				// is no longer stored may be a removal since: the list of stored ids tells
+				// removal from damage.
+				if !self.membership.contains(&hash) {
+					if self.is_stored_id(id)? {
+						self.quarantine(id, "has a body that does not match its hash");
+					}
+					bodies.cursor = id;
+					continue;
 				}
+				let free = first_free && bodies.read.is_empty();
+				if !free && bodies.bytes + body.len() > max_bytes {
+					bodies.complete = false;
+					return Ok(bodies);
+				}
+				bodies.bytes += body.len();
+				bodies.read.push((id, hash, body));
 				bodies.cursor = id;
-				continue;
 			}
-			let free = first_free && bodies.read.is_empty();
-			if !free && bodies.bytes + body.len() > max_bytes {
-				bodies.complete = false;
-				return Ok(bodies);
-			}
-			bodies.bytes += body.len();
-			bodies.read.push((id, hash, body));
-			bodies.cursor = id;
 		}
 		bodies.cursor = scanned_to;
 		Ok(bodies)

@@ -5,12 +5,14 @@ use crate::{
 	error::bad,
 	paging::PAGE_IDS,
 	posting::{decode_segment, intersect, PostingList},
-	read_ahead::{Fetched, READ_AHEAD_FROM, READ_AHEAD_WINDOW},
+	read_ahead::{Fetched, HASH_GROUP, READ_AHEAD_FROM, READ_AHEAD_WINDOW},
 	schema::{self, Id, PostingKey, Record},
 	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
 	Error, Result,
 };
-use statement_primitives::{check_match_all, DecryptionKey, Fields, Hash, Statement, Topic};
+use statement_primitives::{
+	check_match_all, hash_encoded_each, DecryptionKey, Fields, Hash, Statement, Topic,
+};
 use std::sync::{atomic::Ordering, Arc};
 
 impl Store {
@@ -88,10 +90,11 @@ impl Store {
 			while at < ids.len() {
 				let window = &ids[at..ids.len().min(at + READ_AHEAD_WINDOW)];
 				let mut from_disk = 0;
-				for &id in window {
-					let body = self.inner.fetch_body(id)?;
-					from_disk += usize::from(matches!(body, Some(Fetched::Read(_))));
-					answer(id, body);
+				for group in window.chunks(HASH_GROUP) {
+					for (&id, body) in group.iter().zip(self.inner.fetch_bodies(group)?) {
+						from_disk += usize::from(matches!(body, Some(Fetched::Read(_))));
+						answer(id, body);
+					}
 				}
 				at += window.len();
 				let left = &ids[at..];
@@ -111,7 +114,7 @@ impl Store {
 		if let Some(body) = self.inner.bodies.get(id) {
 			return Ok(self.inner.decode_body(&body).ok());
 		}
-		let Some(body) = self.inner.body_from_disk(id, Some(hash))? else { return Ok(None) };
+		let Some(body) = self.inner.body_from_disk(id, hash)? else { return Ok(None) };
 		let statement = self.inner.decode_body(&body).ok();
 		// Kept like a query's bodies: whoever asks for a statement by hash (a peer, an app
 		// following a subscription) tends to ask again.
@@ -184,30 +187,50 @@ impl Inner {
 		body
 	}
 
-	/// The encoding of an indexed id, from the database, checked against its hash, so that a
-	/// damaged database never serves a statement other than the one stored: against `hash`
-	/// if the caller has it, else against the membership set (blake2 of the body must be a
-	/// stored hash: a damaged body passes with odds of n / 2^64, and nothing is read from
-	/// disk for the check). The caller holds the view lock, so a missing body or one whose
-	/// hash is not stored means the files were damaged: the statement is quarantined
-	/// (logged once, counted, left out of answers) and `None` returned, so the rest of an
-	/// answer still comes. `statement-node check-db` finds all damage, `repair` rebuilds
-	/// the indexes without it.
-	pub fn body_from_disk(&self, id: Id, hash: Option<&Hash>) -> Result<Option<Vec<u8>>> {
+	/// The encoding of an indexed id, from the database, checked against its `hash`, so that
+	/// a damaged database never serves a statement other than the one stored. The caller
+	/// holds the view lock, so a missing body or one whose hash is not the one stored means
+	/// the files were damaged: the statement is quarantined (logged once, counted, left out
+	/// of answers) and `None` returned, so the rest of an answer still comes. `statement-node
+	/// check-db` finds all damage, `repair` rebuilds the indexes without it.
+	pub fn body_from_disk(&self, id: Id, hash: &Hash) -> Result<Option<Vec<u8>>> {
 		let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
 			self.quarantine(id, "is indexed but its body is missing");
 			return Ok(None);
 		};
-		let actual = statement_primitives::hash_encoded(&body);
-		let sound = match hash {
-			Some(hash) => actual == *hash,
-			None => self.membership.contains(&actual),
-		};
-		if !sound {
+		if statement_primitives::hash_encoded(&body) != *hash {
 			self.quarantine(id, "has a body that does not match its hash");
 			return Ok(None);
 		}
 		Ok(Some(body))
+	}
+
+	/// [`Inner::body_from_disk`] for each of `ids`, in order, where the caller does not have
+	/// the hashes: each body's blake2 must be a stored hash (a damaged body passes with odds
+	/// of n / 2^64, and nothing more is read from disk for the check). The bodies are hashed
+	/// together (see [`hash_encoded_each`]), so callers pass [`HASH_GROUP`] or more at a
+	/// time.
+	pub fn bodies_from_disk(&self, ids: &[Id]) -> Result<Vec<Option<Vec<u8>>>> {
+		let mut bodies = Vec::with_capacity(ids.len());
+		for &id in ids {
+			let body = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
+			if body.is_none() {
+				self.quarantine(id, "is indexed but its body is missing");
+			}
+			bodies.push(body);
+		}
+		let mut hashes = hash_encoded_each(bodies.iter().flatten().map(Vec::as_slice)).into_iter();
+		for (&id, body) in ids.iter().zip(&mut bodies) {
+			if body.is_none() {
+				continue;
+			}
+			let hash = hashes.next().expect("a hash for each body read; qed");
+			if !self.membership.contains(&hash) {
+				self.quarantine(id, "has a body that does not match its hash");
+				*body = None;
+			}
+		}
+		Ok(bodies)
 	}
 
 	/// Leave statement `id` out of answers from now on; log it the first time.
@@ -253,7 +276,7 @@ impl Inner {
 
 	/// The hash and record of stored statement `id`, read from its body (cached, else from
 	/// disk) and confirmed by the hash column naming `id` (a stricter check than
-	/// [`Inner::body_from_disk`]'s against the membership set, so the body is hashed once).
+	/// [`Inner::bodies_from_disk`]'s against the membership set, so the body is hashed once).
 	/// `None` if it is not stored or is quarantined (see [`Inner::record`]).
 	pub fn record_by_id(&self, id: Id) -> Result<Option<(Hash, Record)>> {
 		let body: Arc<[u8]> = match self.bodies.get(id) {
@@ -290,7 +313,7 @@ impl Inner {
 		let Some(id) = self.record_id(hash)? else { return Ok(None) };
 		Ok(match self.bodies.get(id) {
 			Some(body) => self.record_of_body(id, &body),
-			None => match self.body_from_disk(id, Some(hash))? {
+			None => match self.body_from_disk(id, hash)? {
 				Some(body) => self.record_of_body(id, &body),
 				None => None,
 			},

@@ -85,8 +85,8 @@ pub use subscription::{
 	Encoded, StatementSubscription, SubscriptionFuture, DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
 pub use types::{
-	hash_encoded, AccountId, Channel, DecryptionKey, Hash, Topic, MAX_ANY_TOPICS,
-	MAX_STATEMENT_SIZE, MAX_TOPICS,
+	hash_encoded, hash_encoded_each, AccountId, Channel, DecryptionKey, Hash, Topic,
+	MAX_ANY_TOPICS, MAX_STATEMENT_SIZE, MAX_TOPICS,
 };
 pub use wire::Fields;
 

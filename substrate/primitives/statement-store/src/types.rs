@@ -74,3 +74,39 @@ impl<'de> serde::Deserialize<'de> for Topic {
 pub fn hash_encoded(data: &[u8]) -> Hash {
 	sp_crypto_hashing::blake2_256(data)
 }
+
+/// [`hash_encoded`] of each of `inputs`, in order, several at a time: where the CPU has
+/// AVX2, four inputs share each step's vector instructions, about half the time of hashing
+/// them one by one (~0.3 against ~0.54 us per 460-byte statement on the 2-core VM of
+/// benches/README.md). For a reader checking many bodies at once.
+pub fn hash_encoded_each<'a>(inputs: impl IntoIterator<Item = &'a [u8]>) -> Vec<Hash> {
+	let mut params = blake2b_simd::Params::new();
+	params.hash_length(32);
+	let mut jobs: Vec<blake2b_simd::many::HashManyJob<'a>> = inputs
+		.into_iter()
+		.map(|input| blake2b_simd::many::HashManyJob::new(&params, input))
+		.collect();
+	blake2b_simd::many::hash_many(jobs.iter_mut());
+	jobs.iter()
+		.map(|job| job.to_hash().as_bytes().try_into().expect("32-byte hash length set above; qed"))
+		.collect()
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn hashing_many_at_once_gives_each_input_its_own_hash() {
+		// Lengths around blake2b's 128-byte block, and counts that leave partial groups.
+		let lengths = [0, 1, 127, 128, 129, 255, 256, 460, 1000, 5000];
+		let inputs: Vec<Vec<u8>> = (0..23)
+			.map(|n| (0..lengths[n % lengths.len()]).map(|i| (i * 7 + n * 13) as u8).collect())
+			.collect();
+		for count in 0..inputs.len() {
+			let some = &inputs[..count];
+			let expected: Vec<Hash> = some.iter().map(|input| hash_encoded(input)).collect();
+			assert_eq!(hash_encoded_each(some.iter().map(Vec::as_slice)), expected, "{count}");
+		}
+	}
+}
