@@ -11,11 +11,11 @@ use crate::{
 	posting::intersect,
 	read::stored_ids,
 	read_ahead::HASH_GROUP,
-	schema::{self, Id, PostingKey},
+	schema::{Id, PostingKey},
 	store::{Inner, StatementsPage, Store},
 	Result,
 };
-use statement_primitives::{hash_encoded_each, Hash, Statement, TopicFilter};
+use statement_primitives::{Hash, Statement, TopicFilter};
 
 /// Most ids one page takes under the view lock: a few hundred microseconds of lookups.
 pub const PAGE_IDS: usize = 512;
@@ -117,21 +117,14 @@ impl Inner {
 	) -> Result<Bodies> {
 		let mut bodies = Bodies { read: Vec::new(), bytes: 0, cursor: after, complete: true };
 		let Some(scanned_to) = ids.scanned_to else { return Ok(bodies) };
-		// Read a group at a time and hashed together (see `hash_encoded_each`); a page that
+		// Read a group at a time and hashed together (see `Inner::read_hashed`); a page that
 		// ends inside a group read at most `HASH_GROUP - 1` bodies it does not use.
 		for group in ids.entries.chunks(HASH_GROUP) {
-			let mut read = Vec::with_capacity(group.len());
-			for &id in group {
-				read.push(self.db.get(schema::COL_BODY, &schema::body_key(id))?);
-			}
-			let mut hashes =
-				hash_encoded_each(read.iter().flatten().map(Vec::as_slice)).into_iter();
-			for (&id, body) in group.iter().zip(read) {
-				let Some(body) = body else {
+			for (&id, found) in group.iter().zip(self.read_hashed(group)?) {
+				let Some((body, hash)) = found else {
 					bodies.cursor = id;
 					continue;
 				};
-				let hash = hashes.next().expect("a hash for each body read; qed");
 				// Checked against the stored hashes, as every body read from disk without
 				// its hash (see `Inner::bodies_from_disk`). Without the view lock a hash that
 				// is no longer stored may be a removal since: the list of stored ids tells

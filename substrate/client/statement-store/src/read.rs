@@ -15,6 +15,9 @@ use statement_primitives::{
 };
 use std::sync::{atomic::Ordering, Arc};
 
+/// A body as read from disk, with its blake2-256.
+pub type Hashed = (Vec<u8>, Hash);
+
 impl Store {
 	/// Ids of statements carrying all `topics` and encrypted to `key`, or (no key) those
 	/// without a decryption key.
@@ -211,26 +214,37 @@ impl Inner {
 	/// together (see [`hash_encoded_each`]), so callers pass [`HASH_GROUP`] or more at a
 	/// time.
 	pub fn bodies_from_disk(&self, ids: &[Id]) -> Result<Vec<Option<Vec<u8>>>> {
-		let mut bodies = Vec::with_capacity(ids.len());
-		for &id in ids {
-			let body = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
-			if body.is_none() {
-				self.quarantine(id, "is indexed but its body is missing");
-			}
-			bodies.push(body);
-		}
+		let read = self.read_hashed(ids)?;
+		Ok(ids
+			.iter()
+			.zip(read)
+			.map(|(&id, found)| match found {
+				None => {
+					self.quarantine(id, "is indexed but its body is missing");
+					None
+				}
+				Some((body, hash)) if self.membership.contains(&hash) => Some(body),
+				Some(_) => {
+					self.quarantine(id, "has a body that does not match its hash");
+					None
+				}
+			})
+			.collect())
+	}
+
+	/// The bodies of `ids` as the database has them, in order, each with its blake2-256,
+	/// hashed together (see [`hash_encoded_each`]); `None` where a body is missing. Unchecked:
+	/// the callers decide what a missing or unknown body means.
+	pub fn read_hashed(&self, ids: &[Id]) -> Result<Vec<Option<Hashed>>> {
+		let bodies = ids
+			.iter()
+			.map(|&id| self.db.get(schema::COL_BODY, &schema::body_key(id)))
+			.collect::<std::result::Result<Vec<_>, _>>()?;
 		let mut hashes = hash_encoded_each(bodies.iter().flatten().map(Vec::as_slice)).into_iter();
-		for (&id, body) in ids.iter().zip(&mut bodies) {
-			if body.is_none() {
-				continue;
-			}
-			let hash = hashes.next().expect("a hash for each body read; qed");
-			if !self.membership.contains(&hash) {
-				self.quarantine(id, "has a body that does not match its hash");
-				*body = None;
-			}
-		}
-		Ok(bodies)
+		Ok(bodies
+			.into_iter()
+			.map(|body| body.map(|body| (body, hashes.next().expect("a hash a body; qed"))))
+			.collect())
 	}
 
 	/// Leave statement `id` out of answers from now on; log it the first time.
