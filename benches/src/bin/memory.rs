@@ -6,9 +6,11 @@
 //!
 //! For each size N it builds (once; later runs reuse it) a fixture directory holding both
 //! stores filled with the same N signed statements, then measures each store in a fresh child
-//! process (ours three times: as after a clean stop; as after a crash whose newest membership
-//! snapshot is [`CRASH_CHANGES`] removals and as many admissions old, the most maintenance lets
-//! it fall behind by default; and as after a crash with no snapshot at all): reopen time, heap held after reopening (the steady index), peak heap while
+//! process, ours four times: as after a clean stop; the same with the fixture's files taken
+//! out of the page cache first (the first open after a reboot); as after a crash whose newest
+//! membership snapshot is [`CRASH_CHANGES`] removals and as many admissions old, the most
+//! maintenance lets it fall behind by default; and as after a crash with no snapshot at all.
+//! Each time: reopen time, heap held after reopening (the steady index), peak heap while
 //! reopening, heap after a sweep of 2-topic queries (our cache filled), peak RSS and size on
 //! disk. Heap is counted by a global allocator wrapper; RSS is the kernel's high-water mark.
 //!
@@ -100,6 +102,26 @@ fn disk_size(path: &Path) -> u64 {
 		})
 		.sum()
 }
+
+/// Take every file under `path` out of the page cache (written out first, so that its pages
+/// are clean and can go): the next open reads what it needs from the disk, as the first open
+/// after a reboot does. Needs no privileges, unlike dropping the whole cache. Linux only
+/// (elsewhere the files stay cached and the row measures a warm open).
+#[cfg(target_os = "linux")]
+fn evict(path: &Path) {
+	let Ok(entries) = std::fs::read_dir(path) else { return };
+	for entry in entries.flatten() {
+		let Ok(file) = std::fs::File::open(entry.path()) else { continue };
+		if file.metadata().is_ok_and(|meta| meta.is_file()) {
+			let _ = file.sync_all();
+			rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)
+				.expect("evict a fixture file from the page cache");
+		}
+	}
+}
+
+#[cfg(not(target_os = "linux"))]
+fn evict(_path: &Path) {}
 
 /// Fill both stores of a fixture with statements 0..n, signing on every core.
 fn generate(dir: &Path, n: u32) {
@@ -209,8 +231,11 @@ fn measure_child(kind: &str, dir: &Path, n: u32) {
 	// "ours-journal": our store opened as after a crash, without its membership snapshot.
 	// "ours-crash": after a crash, with a snapshot CRASH_CHANGES removals and admissions old.
 	let after_crash = kind == "ours-journal" || kind == "ours-crash";
-	let path = dir.join(if after_crash { "ours" } else { kind });
+	let path = dir.join(if after_crash || kind == "ours-cold" { "ours" } else { kind });
 	let disk = disk_size(&path);
+	if kind == "ours-cold" {
+		evict(&path);
+	}
 	if kind == "ours-journal" {
 		std::fs::remove_file(path.join(statement_store::SNAPSHOT_FILE))
 			.expect("the fixture has a snapshot");
@@ -219,7 +244,7 @@ fn measure_child(kind: &str, dir: &Path, n: u32) {
 	PEAK.store(before, Ordering::Relaxed);
 	let started = Instant::now();
 	let store: Box<dyn StatementStore> = match kind {
-		"ours" | "ours-journal" | "ours-crash" => {
+		"ours" | "ours-cold" | "ours-journal" | "ours-crash" => {
 			let store = Store::open(fixture::config(&path), fixture::unlimited()).expect("open");
 			assert_eq!(
 				store.reopened_from_snapshot(),
@@ -237,13 +262,16 @@ fn measure_child(kind: &str, dir: &Path, n: u32) {
 	let reopen = started.elapsed();
 	let steady_heap = LIVE.load(Ordering::Relaxed) - before;
 	let peak_heap = PEAK.load(Ordering::Relaxed) - before;
-	// Every non-empty 2-topic query once (100 of them, N/100 statements each).
-	for t in 0..100u32 {
+	// Every non-empty 2-topic query once (100 of them, N/100 statements each); not after the
+	// cold open, where they would read most of the fixture from the disk (a minute at 4.19M)
+	// to tell what the warm row tells.
+	let queries = if kind == "ours-cold" { 0 } else { 100u32 };
+	for t in 0..queries {
 		let topics = [fixture::topic(t % 10), fixture::topic(1000 + t)];
 		let found = store.broadcasts(&topics).expect("query");
 		assert_eq!(found.len() as u32, n / 100 + u32::from(t < n % 100), "query {t}");
 	}
-	let warm_heap = LIVE.load(Ordering::Relaxed) - before;
+	let warm_heap = if queries == 0 { 0 } else { LIVE.load(Ordering::Relaxed) - before };
 	let peak_rss = peak_rss();
 	println!(
 		"{} {} {} {} {} {}",
@@ -338,28 +366,31 @@ fn main() {
 		generate(&dir, n);
 		eprintln!("measuring {n}...");
 		let ours = measure("ours", &dir, n);
+		let cold = measure("ours-cold", &dir, n);
 		crash_prep(&dir, n);
 		let crash = measure("ours-crash", &dir, n);
 		let journal = measure("ours-journal", &dir, n);
 		let base = measure("baseline", &dir, n);
-		rows.push((n, ours, crash, journal, base));
+		rows.push((n, ours, cold, crash, journal, base));
 	}
 	if !json_only {
 		println!("| N | store | reopen | steady index heap | peak heap reopening | heap after 100 queries | peak RSS | on disk |");
 		println!("|---|---|---|---|---|---|---|---|");
-		for (n, ours, crash, journal, base) in &rows {
+		for (n, ours, cold, crash, journal, base) in &rows {
 			for (name, f) in [
 				("ours", ours),
+				("ours, its files out of the page cache", cold),
 				("ours, after a crash (snapshot 100k changes old)", crash),
 				("ours, after a crash without any snapshot", journal),
 				("baseline", base),
 			] {
 				println!(
-					"| {n} | {name} | {:.3} s | {:.1} MiB | {:.1} MiB | {:.1} MiB | {:.0} MiB | {:.0} MiB |",
+					"| {n} | {name} | {:.3} s | {:.1} MiB | {:.1} MiB | {} | {:.0} MiB | {:.0} MiB |",
 					f.reopen.as_secs_f64(),
 					mib(f.steady_heap),
 					mib(f.peak_heap),
-					mib(f.warm_heap),
+					// 0: no queries were run (the cold open).
+					if f.warm_heap == 0 { "-".into() } else { format!("{:.1} MiB", mib(f.warm_heap)) },
 					mib(f.peak_rss),
 					f.disk as f64 / MIB,
 				);
@@ -368,9 +399,10 @@ fn main() {
 	}
 	let json: Vec<String> = rows
 		.iter()
-		.flat_map(|(n, ours, crash, journal, base)| {
+		.flat_map(|(n, ours, cold, crash, journal, base)| {
 			[
 				("ours", ours),
+				("ours-cold", cold),
 				("ours-after-crash", crash),
 				("ours-after-crash-no-snapshot", journal),
 				("baseline", base),
