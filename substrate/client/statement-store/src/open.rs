@@ -92,6 +92,7 @@ impl Store {
 			path: shown.clone(),
 			source,
 		})?;
+		hint_table_headers(&path);
 		let db =
 			Arc::new(parity_db::Db::open_or_create(&schema::db_options(&path, config.sync_wal))?);
 		let counters = read_schema(&db, &shown, config.sync_wal)?;
@@ -366,6 +367,8 @@ struct StoredSummary {
 /// Bodies checked against their journal hash while opening: enough to catch a truncated or
 /// swapped body table, few enough that opening stays instant.
 const OPEN_SAMPLES: u64 = 64;
+/// Threads taking those samples (they wait on the disk more than they compute).
+const SAMPLE_THREADS: usize = 8;
 
 /// A u64 position kept in the meta column (intent sequence, removal log); absent = 0.
 pub(crate) fn meta_position(db: &parity_db::Db, key: &[u8]) -> Result<u64> {
@@ -425,6 +428,10 @@ fn catch_up(
 /// be in the set, and (with `bodies`) their bodies must hash to a hash stored under their id.
 /// `Ok(false)` if the snapshot disagrees with the database (the caller reads every body
 /// instead); an error if a body is damaged.
+///
+/// Each sample is a few reads (a posting segment, the body, its hash entry) of pages that are
+/// not in memory on the first open after a reboot, each a wait on the disk; the samples are
+/// taken on [`SAMPLE_THREADS`] threads so that the waits overlap.
 fn check_samples(
 	db: &parity_db::Db,
 	set: &Membership,
@@ -436,21 +443,76 @@ fn check_samples(
 		return Ok(true);
 	}
 	let step = (counters.next_id / OPEN_SAMPLES).max(1);
-	let mut from = 1;
-	while from < counters.next_id {
-		let Some(&id) = stored_ids(db, from, counters.next_id, 1)?.first() else { break };
-		let hash = body_hash(db, id, bodies, path)?;
-		if !hash.is_some_and(|hash| set.contains(&hash)) {
-			log::warn!(
-				target: "statement-store",
-				"{path}: the membership snapshot lacks statement {id}; reading every statement"
-			);
-			return Ok(false);
+	let starts: Vec<Id> = (1..counters.next_id).step_by(step as usize).collect();
+	// The first stored id at or after each start; a start whose range holds none is left to
+	// the next one, which would find the same statement.
+	let lane = |first: usize, lanes: usize| -> Result<bool> {
+		for &from in starts.iter().skip(first).step_by(lanes) {
+			let Some(&id) = stored_ids(db, from, counters.next_id, 1)?.first() else { break };
+			if id >= from + step {
+				continue;
+			}
+			let hash = body_hash(db, id, bodies, path)?;
+			if !hash.is_some_and(|hash| set.contains(&hash)) {
+				log::warn!(
+					target: "statement-store",
+					"{path}: the membership snapshot lacks statement {id}; reading every statement"
+				);
+				return Ok(false);
+			}
 		}
-		from = id.max(from) + step;
+		Ok(true)
+	};
+	let lanes = SAMPLE_THREADS.min(starts.len()).max(1);
+	let outcomes: Vec<Result<bool>> = std::thread::scope(|scope| {
+		let spawned: Vec<_> = (0..lanes)
+			.map(|first| {
+				std::thread::Builder::new()
+					.name("statement-open".into())
+					.spawn_scoped(scope, move || lane(first, lanes))
+					.map_err(|_| first)
+			})
+			.collect();
+		spawned
+			.into_iter()
+			.map(|worker| match worker {
+				Ok(worker) => worker.join().unwrap_or_else(|_| {
+					Err(Error::Corrupt {
+						path: path.into(),
+						detail: "a thread checking stored statements panicked".into(),
+					})
+				}),
+				// No thread: this one takes the lane.
+				Err(first) => lane(first, lanes),
+			})
+			.collect()
+	});
+	let mut agree = true;
+	for outcome in outcomes {
+		agree &= outcome?;
 	}
-	Ok(true)
+	Ok(agree)
 }
+
+/// Ask the kernel to start reading the first page of every parity-db value table in `path`,
+/// without waiting. parity-db reads each table's header as it opens, one file after another;
+/// on the first open after a reboot each read waits on the disk in turn (about 270 files at
+/// 4.19M statements). A hint: what it cannot do is skipped.
+#[cfg(target_os = "linux")]
+fn hint_table_headers(path: &std::path::Path) {
+	let Ok(entries) = std::fs::read_dir(path) else { return };
+	for entry in entries.flatten() {
+		if entry.file_name().as_encoded_bytes().starts_with(b"table_") {
+			if let Ok(file) = std::fs::File::open(entry.path()) {
+				let page = std::num::NonZeroU64::new(4096);
+				let _ = rustix::fs::fadvise(&file, 0, page, rustix::fs::Advice::WillNeed);
+			}
+		}
+	}
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hint_table_headers(_path: &std::path::Path) {}
 
 /// The hash of statement `id`'s body; `None` if it has none. With `check`, the hash must be
 /// stored under `id` (else the body is damaged, or its table truncated or swapped): an error.

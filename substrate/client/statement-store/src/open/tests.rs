@@ -429,3 +429,40 @@ fn a_garbled_journal_entry_is_a_typed_error_not_a_panic() {
 	let err = open(dir.path()).err().expect("refused");
 	assert!(matches!(err, Error::BadValue { column: schema::COL_JOURNAL, .. }), "{err}");
 }
+
+#[test]
+fn a_snapshot_is_checked_against_statements_past_a_long_removed_run() {
+	let dir = tempfile::tempdir().unwrap();
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+	// Ids 1-200; the first 180 removed, so most sample ranges (every third id) hold nothing
+	// and are left to the range that holds the next stored id.
+	let store = open();
+	for n in 0..200u8 {
+		assert_eq!(store.submit(signed(n, None), StatementSource::Local), SubmitResult::New);
+	}
+	for n in 0..180u8 {
+		store.remove(&signed(n, None).hash()).unwrap();
+	}
+	drop(store);
+	let store = open();
+	assert!(store.inner.reopened_from_snapshot, "the snapshot agrees with the database");
+	drop(store);
+	// Every remaining id now holds another statement (its hash stored under the id), which
+	// the snapshot does not have: whichever of them is sampled shows the disagreement.
+	let mut ops = Vec::new();
+	for n in 180..200u8 {
+		let (id, old, new) = (Id::from(n) + 1, signed(n, None), signed(n + 20, None));
+		ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), Some(new.encode())));
+		ops.push((schema::COL_HASH, new.hash().to_vec(), Some(id.to_le_bytes().to_vec())));
+		ops.push((schema::COL_HASH, old.hash().to_vec(), None));
+	}
+	poke(dir.path(), ops);
+	let store = open();
+	assert!(!store.inner.reopened_from_snapshot, "the set was built from the bodies instead");
+	for n in 180..200u8 {
+		assert!(store.has_statement(&signed(n + 20, None).hash()), "{n}");
+		assert!(!store.has_statement(&signed(n, None).hash()), "{n}");
+	}
+}
