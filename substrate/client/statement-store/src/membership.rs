@@ -24,7 +24,8 @@
 //! the admission journal: after a clean stop the snapshot is exact; after a crash the store
 //! adds what the journal admitted and takes out what the removal log removed since it. The
 //! file lists 65,536 buckets (by the fingerprint's top 16 bits), each its count and then its
-//! fingerprints' low 48 bits in order.
+//! fingerprints' low 48 bits in order. Loading it fills the tables on up to four threads while
+//! the file is read and checked.
 
 use crate::schema::Id;
 use parking_lot::RwLock;
@@ -380,6 +381,17 @@ impl Membership {
 		path: &Path,
 		usable: impl FnOnce(&SnapshotTag) -> bool,
 	) -> std::io::Result<Option<(Membership, SnapshotTag)>> {
+		let fillers =
+			std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, LOAD_THREADS);
+		Membership::load_on(path, usable, fillers)
+	}
+
+	/// [`Membership::load`] with the tables filled on `fillers` threads.
+	fn load_on(
+		path: &Path,
+		usable: impl FnOnce(&SnapshotTag) -> bool,
+		fillers: usize,
+	) -> std::io::Result<Option<(Membership, SnapshotTag)>> {
 		let file = match std::fs::File::open(path) {
 			Ok(file) => file,
 			Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -395,29 +407,171 @@ impl Membership {
 			_ => return Ok(None),
 		};
 		// Each shard's buckets come in ascending order, each sorted, so each table fills in
-		// order, sized for its share of the count.
+		// order, sized for its share of the count. The tables are filled on helper threads
+		// (each a share of the shards) while this one reads and checks the file: filling is
+		// most of an open's work at millions of statements, much of it the kernel handing
+		// out the tables' fresh pages.
 		let per_shard = (expected.count / SHARDS as u64) as usize;
 		let homes = (per_shard * 100 / SHRUNK_FULL + MIN_HOMES).max(MIN_HOMES);
-		let mut tables: Vec<Table> = (0..SHARDS).map(|_| Table::with_homes(homes, 0)).collect();
-		let mut next = [0usize; SHARDS];
-		let mut total = 0u64;
-		let mut rests = Vec::new();
-		for bucket in 0..BUCKETS {
-			let mut len = [0u8; 4];
-			if input.read_exact(&mut len).is_err() {
-				return Ok(None);
+		std::thread::scope(|scope| -> std::io::Result<_> {
+			let mut lanes: Vec<Lane> = (0..fillers)
+				.map(|first| {
+					let (send, receive) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+					let spawned = std::thread::Builder::new()
+						.name("statement-open".into())
+						.spawn_scoped(scope, move || {
+							let mut filler = Filler::new(first, fillers, homes);
+							for batch in receive {
+								filler.fill(&batch);
+							}
+							filler.done()
+						});
+					match spawned {
+						Ok(thread) => Lane::Thread(send, thread),
+						// No thread: this one fills the lane's tables too.
+						Err(_) => Lane::Here(Filler::new(first, fillers, homes)),
+					}
+				})
+				.collect();
+			let read = read_buckets(&mut input, &expected, &mut lanes);
+			// Every lane finishes, whatever the file turned out to be.
+			let filled: Option<Vec<Filler>> = lanes.into_iter().map(Lane::finish).collect();
+			let mut filled: Vec<Vec<Table>> = match (read?, filled) {
+				(true, Some(filled)) if filled.iter().all(|filler| filler.sound) => {
+					filled.into_iter().map(|filler| filler.tables).collect()
+				}
+				_ => return Ok(None),
+			};
+			let mut tables = Vec::with_capacity(SHARDS);
+			for shard in 0..SHARDS {
+				tables.push(std::mem::take(&mut filled[shard % fillers][shard / fillers]));
 			}
-			let len = u32::from_le_bytes(len) as u64;
-			total += len;
-			if total > expected.count {
-				return Ok(None);
+			Ok(Some((
+				Membership { shards: tables.into_iter().map(RwLock::new).collect() },
+				expected,
+			)))
+		})
+	}
+}
+
+/// Threads filling a loaded snapshot's tables, at most.
+const LOAD_THREADS: usize = 4;
+/// Bytes of buckets handed to a filling thread at a time.
+const BATCH_BYTES: usize = 256 << 10;
+
+/// The buckets of a snapshot after its tag, read and checked (counts, checksum, nothing
+/// after it) while each goes to the lane filling its shard, as bucket (u32 LE) ++ count
+/// (u32 LE) ++ the fingerprints' low 48 bits. `Ok(false)` if the file is short, damaged or
+/// disagrees with its tag.
+fn read_buckets(
+	input: &mut ChecksumReader<BufReader<std::fs::File>>,
+	expected: &SnapshotTag,
+	lanes: &mut [Lane],
+) -> std::io::Result<bool> {
+	let mut batches: Vec<Vec<u8>> =
+		lanes.iter().map(|_| Vec::with_capacity(BATCH_BYTES + 1024)).collect();
+	let mut total = 0u64;
+	for bucket in 0..BUCKETS {
+		let mut len = [0u8; 4];
+		if input.read_exact(&mut len).is_err() {
+			return Ok(false);
+		}
+		let count = u32::from_le_bytes(len) as u64;
+		total += count;
+		if total > expected.count {
+			return Ok(false);
+		}
+		let lane = bucket % SHARDS % lanes.len();
+		let batch = &mut batches[lane];
+		batch.extend_from_slice(&(bucket as u32).to_le_bytes());
+		batch.extend_from_slice(&len);
+		let at = batch.len();
+		batch.resize(at + count as usize * 6, 0);
+		if input.read_exact(&mut batch[at..]).is_err() {
+			return Ok(false);
+		}
+		if batch.len() >= BATCH_BYTES {
+			let full = std::mem::replace(batch, Vec::with_capacity(BATCH_BYTES + 1024));
+			if !lanes[lane].give(full) {
+				return Ok(false);
 			}
-			let table = &mut tables[bucket % SHARDS];
-			// A bucket at a time: read and checksummed in one piece.
-			rests.resize(len as usize * 6, 0);
-			if input.read_exact(&mut rests).is_err() {
-				return Ok(None);
+		}
+	}
+	for (lane, batch) in lanes.iter_mut().zip(batches) {
+		if !batch.is_empty() && !lane.give(batch) {
+			return Ok(false);
+		}
+	}
+	let computed = input.hasher.finish();
+	let mut stored = [0u8; 8];
+	Ok(input.inner.read_exact(&mut stored).is_ok()
+		&& u64::from_le_bytes(stored) == computed
+		&& total == expected.count
+		&& input.inner.read(&mut [0u8; 1])? == 0)
+}
+
+/// Where one share of a loading snapshot's shards is filled.
+enum Lane<'scope> {
+	Thread(std::sync::mpsc::SyncSender<Vec<u8>>, std::thread::ScopedJoinHandle<'scope, Filler>),
+	Here(Filler),
+}
+
+impl Lane<'_> {
+	/// Hand over a batch of buckets; false if the filling thread is gone.
+	fn give(&mut self, batch: Vec<u8>) -> bool {
+		match self {
+			Lane::Thread(send, _) => send.send(batch).is_ok(),
+			Lane::Here(filler) => {
+				filler.fill(&batch);
+				true
 			}
+		}
+	}
+
+	/// The filled tables, once every batch is in; `None` if the thread panicked.
+	fn finish(self) -> Option<Filler> {
+		match self {
+			Lane::Thread(send, thread) => {
+				drop(send);
+				thread.join().ok()
+			}
+			Lane::Here(filler) => Some(filler.done()),
+		}
+	}
+}
+
+/// The tables of shards `first`, `first + step`, ... of a loading snapshot.
+struct Filler {
+	first: usize,
+	step: usize,
+	tables: Vec<Table>,
+	/// Per table, the slot after the last one filled.
+	next: Vec<usize>,
+	/// False once a bucket came out of order.
+	sound: bool,
+}
+
+impl Filler {
+	fn new(first: usize, step: usize, homes: usize) -> Filler {
+		let shards = (first..SHARDS).step_by(step).count();
+		Filler {
+			first,
+			step,
+			tables: (0..shards).map(|_| Table::with_homes(homes, 0)).collect(),
+			next: vec![0; shards],
+			sound: true,
+		}
+	}
+
+	/// Add the buckets of `batch` (see [`read_buckets`]) to their tables.
+	fn fill(&mut self, mut batch: &[u8]) {
+		while !batch.is_empty() && self.sound {
+			let word = |at: usize| u32::from_le_bytes(batch[at..at + 4].try_into().expect("4"));
+			let (bucket, count) = (word(0) as usize, word(4) as usize);
+			let rests = &batch[8..8 + count * 6];
+			batch = &batch[8 + count * 6..];
+			let index = (bucket % SHARDS - self.first) / self.step;
+			let (table, next) = (&mut self.tables[index], &mut self.next[index]);
 			let mut previous = None;
 			for rest in rests.chunks_exact(6) {
 				let mut bytes = [0u8; 8];
@@ -425,29 +579,25 @@ impl Membership {
 				bytes[2..].copy_from_slice(rest);
 				let fingerprint = u64::from_be_bytes(bytes);
 				if previous.is_some_and(|previous| previous > fingerprint) {
-					return Ok(None);
+					self.sound = false;
+					return;
 				}
 				previous = Some(fingerprint);
 				if fingerprint == 0 {
 					table.zeros += 1;
 				} else {
-					table.push_largest(fingerprint, &mut next[bucket % SHARDS]);
+					table.push_largest(fingerprint, next);
 				}
 			}
 		}
-		let computed = input.hasher.finish();
-		let mut stored = [0u8; 8];
-		if input.inner.read_exact(&mut stored).is_err()
-			|| u64::from_le_bytes(stored) != computed
-			|| total != expected.count
-			|| input.inner.read(&mut [0u8; 1])? != 0
-		{
-			return Ok(None);
-		}
-		for table in &mut tables {
+	}
+
+	/// Once every bucket is in: grow any table that came out fuller than tables are kept.
+	fn done(mut self) -> Filler {
+		for table in &mut self.tables {
 			table.finish();
 		}
-		Ok(Some((Membership { shards: tables.into_iter().map(RwLock::new).collect() }, expected)))
+		self
 	}
 }
 
@@ -652,6 +802,34 @@ mod tests {
 			assert_eq!(loaded.len(), set.len());
 		}
 		assert_eq!(loaded.len(), 0);
+	}
+
+	#[test]
+	fn a_snapshot_loads_the_same_whatever_the_threads_filling_it() {
+		let dir = tempfile::tempdir().unwrap();
+		let path = dir.path().join("membership");
+		let set = Membership::default();
+		let fingerprints = crowded(20_000);
+		for &f in &fingerprints {
+			set.insert(&with_fingerprint(f));
+		}
+		set.save(&path, &tag(20_000)).unwrap();
+		// Shards split unevenly between threads too (64 over 3 or 7).
+		for fillers in [1, 2, 3, 7, SHARDS] {
+			let (loaded, _) = Membership::load_on(&path, |t| *t == tag(20_000), fillers)
+				.unwrap()
+				.expect("loaded");
+			assert_eq!(loaded.len(), 20_000, "{fillers} threads");
+			assert!(!loaded.contains(&hash(1)), "{fillers} threads");
+			for &f in &fingerprints {
+				assert!(loaded.contains(&with_fingerprint(f)), "{f:x} with {fillers} threads");
+			}
+			// Every one of them once: removing them all empties the set.
+			for &f in &fingerprints {
+				loaded.remove(&with_fingerprint(f));
+			}
+			assert_eq!(loaded.len(), 0, "{fillers} threads");
+		}
 	}
 
 	#[test]
