@@ -784,16 +784,23 @@ mod tests {
 		assert_eq!(set.len(), model.values().sum::<usize>() as u64);
 	}
 
-	#[test]
-	fn a_crowded_snapshot_round_trips() {
-		let dir = tempfile::tempdir().unwrap();
-		let path = dir.path().join("membership");
+	/// A set of `crowded(n)` saved under `dir`, tagged `tag(n)`: the set, its file and its
+	/// fingerprints.
+	fn crowded_snapshot(dir: &Path, n: u64) -> (Membership, std::path::PathBuf, Vec<u64>) {
+		let path = dir.join("membership");
 		let set = Membership::default();
-		let fingerprints = crowded(10_000);
+		let fingerprints = crowded(n);
 		for &f in &fingerprints {
 			set.insert(&with_fingerprint(f));
 		}
-		set.save(&path, &tag(10_000)).unwrap();
+		set.save(&path, &tag(n)).unwrap();
+		(set, path, fingerprints)
+	}
+
+	#[test]
+	fn a_crowded_snapshot_round_trips() {
+		let dir = tempfile::tempdir().unwrap();
+		let (set, path, fingerprints) = crowded_snapshot(dir.path(), 10_000);
 		let (loaded, _) = Membership::load(&path, |t| *t == tag(10_000)).unwrap().expect("loaded");
 		assert_eq!(loaded.len(), 10_000);
 		for &f in &fingerprints {
@@ -807,13 +814,7 @@ mod tests {
 	#[test]
 	fn a_snapshot_loads_the_same_whatever_the_threads_filling_it() {
 		let dir = tempfile::tempdir().unwrap();
-		let path = dir.path().join("membership");
-		let set = Membership::default();
-		let fingerprints = crowded(20_000);
-		for &f in &fingerprints {
-			set.insert(&with_fingerprint(f));
-		}
-		set.save(&path, &tag(20_000)).unwrap();
+		let (_, path, fingerprints) = crowded_snapshot(dir.path(), 20_000);
 		// Shards split unevenly between threads too (64 over 3 or 7).
 		for fillers in [1, 2, 3, 7, SHARDS] {
 			let (loaded, _) = Membership::load_on(&path, |t| *t == tag(20_000), fillers)

@@ -203,12 +203,17 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(3u32.encode()));
 }
 
+/// The store at `path`, every account allowed far more than a test submits.
+fn open_roomy(path: &std::path::Path) -> Store {
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	Store::open(Config::new(path), Arc::new(allowances)).unwrap()
+}
+
 #[test]
 fn a_snapshot_prunes_the_journal_it_covers() {
 	let dir = tempfile::tempdir().unwrap();
-	let allowances = MapAllowances::new()
-		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+	let open = || open_roomy(dir.path());
 	let journal = |store: &Store| {
 		store.inner.db.hand_over().unwrap();
 		let mut iter = store.inner.db.raw().iter(schema::COL_JOURNAL).unwrap();
@@ -433,9 +438,7 @@ fn a_garbled_journal_entry_is_a_typed_error_not_a_panic() {
 #[test]
 fn a_snapshot_is_checked_against_statements_past_a_long_removed_run() {
 	let dir = tempfile::tempdir().unwrap();
-	let allowances = MapAllowances::new()
-		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+	let open = || open_roomy(dir.path());
 	// Ids 1-200; the first 180 removed, so most sample ranges (every third id) hold nothing
 	// and are left to the range that holds the next stored id.
 	let store = open();
