@@ -444,9 +444,10 @@ fn check_samples(
 	}
 	let step = (counters.next_id / OPEN_SAMPLES).max(1);
 	let starts: Vec<Id> = (1..counters.next_id).step_by(step as usize).collect();
+	let lanes = SAMPLE_THREADS.min(starts.len()).max(1);
 	// The first stored id at or after each start; a start whose range holds none is left to
 	// the next one, which would find the same statement.
-	let lane = |first: usize, lanes: usize| -> Result<bool> {
+	let outcomes = on_threads(lanes, path, "checking stored statements", |first| {
 		for &from in starts.iter().skip(first).step_by(lanes) {
 			let Some(&id) = stored_ids(db, from, counters.next_id, 1)?.first() else { break };
 			if id >= from + step {
@@ -462,30 +463,6 @@ fn check_samples(
 			}
 		}
 		Ok(true)
-	};
-	let lanes = SAMPLE_THREADS.min(starts.len()).max(1);
-	let outcomes: Vec<Result<bool>> = std::thread::scope(|scope| {
-		let spawned: Vec<_> = (0..lanes)
-			.map(|first| {
-				std::thread::Builder::new()
-					.name("statement-open".into())
-					.spawn_scoped(scope, move || lane(first, lanes))
-					.map_err(|_| first)
-			})
-			.collect();
-		spawned
-			.into_iter()
-			.map(|worker| match worker {
-				Ok(worker) => worker.join().unwrap_or_else(|_| {
-					Err(Error::Corrupt {
-						path: path.into(),
-						detail: "a thread checking stored statements panicked".into(),
-					})
-				}),
-				// No thread: this one takes the lane.
-				Err(first) => lane(first, lanes),
-			})
-			.collect()
 	});
 	let mut agree = true;
 	for outcome in outcomes {
@@ -556,52 +533,69 @@ fn hash_every_body(
 	let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8) as u64;
 	let span = counters.next_id.div_ceil(threads).max(1);
 	let (count, last) = (AtomicU64::new(0), AtomicU64::new(0));
-	let outcomes: Vec<Result<()>> = std::thread::scope(|scope| {
-		let workers: Vec<_> = (0..threads)
-			.map(|n| {
-				let (count, last) = (&count, &last);
-				scope.spawn(move || {
-					let (mut from, below) = (n * span, (n + 1) * span);
-					loop {
-						let ids = stored_ids(db, from, below, LOAD_PAGE)?;
-						for &id in &ids {
-							let done = count.fetch_add(1, Ordering::Relaxed) + 1;
-							// A missing body is counted: the counters then disagree, or
-							// `check-db` finds it.
-							if let Some(hash) = body_hash(db, id, bodies && id % stride == 0, path)?
-							{
-								membership.insert(&hash);
-							}
-							last.fetch_max(id, Ordering::Relaxed);
-							if done % 1_000_000 == 0 {
-								log::info!(
-									target: "statement-store",
-									"{path}: hashed {done} of {expected} statements"
-								);
-							}
-						}
-						match ids.last() {
-							Some(id) if ids.len() == LOAD_PAGE => from = id + 1,
-							_ => return Ok(()),
-						}
-					}
-				})
-			})
-			.collect();
-		workers
-			.into_iter()
-			.map(|worker| {
-				worker.join().unwrap_or_else(|_| {
-					Err(Error::Corrupt {
-						path: path.into(),
-						detail: "a thread hashing the stored statements panicked".into(),
-					})
-				})
-			})
-			.collect()
+	let outcomes = on_threads(threads as usize, path, "hashing the stored statements", |n| {
+		let n = n as u64;
+		let (mut from, below) = (n * span, (n + 1) * span);
+		loop {
+			let ids = stored_ids(db, from, below, LOAD_PAGE)?;
+			for &id in &ids {
+				let done = count.fetch_add(1, Ordering::Relaxed) + 1;
+				// A missing body is counted: the counters then disagree, or `check-db` finds
+				// it.
+				if let Some(hash) = body_hash(db, id, bodies && id % stride == 0, path)? {
+					membership.insert(&hash);
+				}
+				last.fetch_max(id, Ordering::Relaxed);
+				if done % 1_000_000 == 0 {
+					log::info!(
+						target: "statement-store",
+						"{path}: hashed {done} of {expected} statements"
+					);
+				}
+			}
+			match ids.last() {
+				Some(id) if ids.len() == LOAD_PAGE => from = id + 1,
+				_ => return Ok(()),
+			}
+		}
 	});
 	outcomes.into_iter().collect::<Result<()>>()?;
 	Ok(StoredSummary { count: count.into_inner(), next_id: last.into_inner() + 1 })
+}
+
+/// `work(lane)` for every lane in `0..lanes`, each on a thread of its own while this one
+/// waits (a lane whose thread cannot be started runs here, after the others), the outcomes in
+/// lane order. A thread that panicked counts as damage to the database at `path`: "a thread
+/// {what} panicked".
+fn on_threads<T: Send>(
+	lanes: usize,
+	path: &str,
+	what: &str,
+	work: impl Fn(usize) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
+	let work = &work;
+	std::thread::scope(|scope| {
+		let spawned: Vec<_> = (0..lanes)
+			.map(|lane| {
+				std::thread::Builder::new()
+					.name("statement-open".into())
+					.spawn_scoped(scope, move || work(lane))
+					.map_err(|_| lane)
+			})
+			.collect();
+		spawned
+			.into_iter()
+			.map(|thread| match thread {
+				Ok(thread) => thread.join().unwrap_or_else(|_| {
+					Err(Error::Corrupt {
+						path: path.into(),
+						detail: format!("a thread {what} panicked"),
+					})
+				}),
+				Err(lane) => work(lane),
+			})
+			.collect()
+	})
 }
 
 #[cfg(test)]
