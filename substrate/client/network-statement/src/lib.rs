@@ -1,26 +1,55 @@
-//! Statement gossip between nodes, over litep2p, on upstream's `/statement/1` protocol.
+//! Statement gossip between nodes over litep2p: upstream's `/statement/2` protocol with topic
+//! affinity and light peers, `/statement/1` as its fallback, and nodes that find each other.
 //!
-//! # Protocol (byte for byte upstream's V1)
-//! - Notification protocol `/{genesis hash as lower-case hex, no 0x}/statement/1`, so nodes of
-//!   different chains never exchange statements. The handshake is one role byte, `1` (full
-//!   node).
-//! - Each notification is a SCALE `Vec<Statement>` of at most 1 MiB holding whole statements
-//!   only; a statement too large to travel alone is skipped and counted
-//!   (`substrate_sync_skipped_oversized_statements`). A received batch declaring more than
-//!   [`MAX_STATEMENTS_PER_NOTIFICATION`] statements is refused before decoding.
+//! # Protocol (byte for byte upstream's, `sc-network-statement` 0.44)
+//! - Notification protocol `/{genesis hash as lower-case hex, no 0x}/statement/2` (with the
+//!   chain spec's fork id: `/{hex}/{fork id}/statement/2`), falling back to `.../statement/1`;
+//!   which one a stream speaks is known per peer ([`PeerInfo::statement_stream`]). Nodes of
+//!   different chains never exchange statements. The handshake is one role byte: `1` full,
+//!   `2` light, `4` authority ([`Role`]).
+//! - statement/1: each notification is a SCALE `Vec<Statement>`. statement/2: the SCALE enum
+//!   `StatementMessage`, `0: Statements(Vec<Statement>)` or
+//!   `1: ExplicitTopicAffinity(AffinityFilter)` ([`wire`], [`affinity`]).
+//! - A notification is at most 1 MiB of whole statements; a statement too large to travel
+//!   alone is skipped and counted (`substrate_sync_skipped_oversized_statements`). A received
+//!   batch declaring more than [`MAX_STATEMENTS_PER_NOTIFICATION`] statements is refused before
+//!   decoding.
+//!
+//! # Topic affinity and light peers
+//! - A statement/2 peer may send an affinity filter, a bloom filter of the topics it wants; from
+//!   then on it is sent only statements with one of those topics, or with none. A filter with no
+//!   bits, more than 8 Mi bits or a hash count outside 1..=64 is refused and costs the sender
+//!   standing as any bad message does.
+//! - A light peer (role `2`) on statement/2 is sent nothing until it sends a filter; then the
+//!   matching stored statements (initial sync) and, from then on, matching new ones. A peer that
+//!   changes its filter is sent the matching statements it has not had.
+//! - A peer may change its filter [`FILTER_CHANGES_PER_SECOND`] times a second, in bursts of
+//!   five times that; past it, it is flooding (`substrate_sync_statement_flooding_detected`) and
+//!   dropped and banned.
+//! - The node can be the light side ([`Config::light_topics`], `--statement-topics`): it
+//!   declares role `2` and sends its statement/2 peers a filter of those topics, widened by the
+//!   subscriptions opened on it ([`Network::interest`]).
+//!
+//! # Peers and discovery
+//! Kademlia under `/{genesis}/kad`, identify and ping, as a Substrate node has them: boot nodes
+//! seed discovery and random walks find the rest. Statement streams take slots as Substrate's
+//! peer sets do: [`Config::out_peers`] (8) we open, filled from the peers discovered, and
+//! [`Config::in_peers`] (32) peers open to us; reserved peers are kept open on top, and
+//! [`Config::reserved_only`] takes nobody else. Peers that cannot be reached are backed off
+//! (2 s doubling up to 5 min). `substrate_sub_libp2p_peers_count` counts the statement streams.
 //!
 //! # Propagation
-//! A statement the store admits (from RPC or from a peer) is queued for every connected peer
-//! but those it came from, and sent within [`Config::propagation`]'s coalescing window (20 ms
-//! by default; upstream sends once a second, which [`Propagation::Reference`] reproduces for
+//! A statement the store admits (from RPC or from a peer) is queued for every peer that wants it
+//! but those it came from, and sent within [`Config::propagation`]'s coalescing window (20 ms by
+//! default; upstream sends once a second, which [`Propagation::Reference`] reproduces for
 //! comparison). Each peer has an outbox of at most [`MAX_OUTBOX`] statements (the oldest is
 //! dropped and counted when it overflows) and at most one notification in flight; all peers
 //! together have at most [`MAX_IN_FLIGHT_BYTES`] in flight; a send that takes longer than
 //! [`SEND_TIMEOUT`] drops the peer. Expired statements are not sent.
 //!
 //! # Initial sync
-//! A newly connected peer (also one that restarted) is sent every stored statement: a cursor
-//! walks the store's admission journal up to where it stood when the peer connected, one
+//! A newly connected peer (also one that restarted) is sent every stored statement it wants: a
+//! cursor walks the store's admission journal up to where it stood when the peer connected, one
 //! notification of at most 1 MiB at a time, taking turns with live propagation so neither
 //! starves. Whatever is admitted later reaches the peer by propagation.
 //!
@@ -29,43 +58,60 @@
 //!   times that; a peer over it is disconnected and banned for [`BAN_DURATION`], and
 //!   `substrate_sync_statement_flooding_detected` counts it.
 //! - Statements the store already has are skipped without a signature check; the others wait
-//!   in a validation queue of at most [`MAX_PENDING_VALIDATIONS`] and are submitted with
-//!   [`StatementSource::Network`], so allowances and limits apply as for RPC. A full queue
-//!   holds back received notifications for up to 2 s (which slows senders down through the
-//!   transport's backpressure, so an initial sync faster than validation loses nothing), then
-//!   drops what does not fit and counts it (`substrate_sync_ignored_statements`).
+//!   in a validation queue of at most [`Config::validation_queue`] and are submitted with
+//!   [`Config::source`], so allowances and limits apply as for RPC. A full queue holds back
+//!   received notifications for up to 2 s without progress (which slows senders down through
+//!   the transport's backpressure, so an initial sync faster than validation loses nothing),
+//!   then drops what does not fit and counts it (`substrate_sync_ignored_statements`).
 //! - Undecodable or oversized notifications and invalid statements lower the peer's standing;
 //!   a peer whose standing falls below [`BANNED_STANDING`] is dropped and banned.
 //!
-//! # Running two nodes by hand
+//! # The core and its drivers
+//! The protocol is a state machine, [`core::Core`] (and [`peerset::Peerset`] for the slots),
+//! with no sockets, threads or clock of its own: events in, actions out. The litep2p driver
+//! here is one driver; a simulator or another host's network service can run the same core.
+//!
+//! # Running nodes by hand
 //! ```text
-//! # terminal 1
+//! # terminal 1: the first node, which the others use as their boot node
 //! statement-node --dev -d /tmp/alice --port 30333 --rpc-port 9944 \
 //!   --node-key 2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90
-//! # terminal 2
+//! # terminals 2, 3, ...: each finds the others through the boot node
 //! statement-node --dev -d /tmp/bob --port 30334 --rpc-port 9945 --bootnodes \
 //!   /ip4/127.0.0.1/tcp/30333/p2p/12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm
+//! # a light node that wants one topic
+//! statement-node --dev -d /tmp/light --port 30340 --rpc-port 9950 --statement-topics greetings \
+//!   --bootnodes /ip4/127.0.0.1/tcp/30333/p2p/12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm
 //! ```
-//! A statement submitted to either node's RPC is then served by both.
+//! A statement submitted to any full node's RPC is then served by all of them; the light node
+//! holds only those on its topic (and those of the subscriptions opened on it).
 //!
 //! The crate knows the store only through [`statement_primitives::StatementStore`].
 
 #![forbid(unsafe_code)]
 
+pub mod affinity;
+pub mod core;
+mod driver;
 pub mod identity;
+mod interest;
 mod metrics;
+pub mod peerset;
 mod rate;
-mod wire;
-mod worker;
+pub mod wire;
 
+pub use core::FILTER_CHANGES_PER_SECOND;
+pub use driver::{start, Network, PeerInfo};
+pub use interest::{Interest, InterestGuard};
 pub use litep2p::{types::multiaddr::Multiaddr, PeerId};
 pub use metrics::Metrics;
+pub use peerset::{DEFAULT_IN_PEERS, DEFAULT_OUT_PEERS};
 pub use wire::{
-	protocol_name, MAX_NOTIFICATION_SIZE, MAX_STATEMENTS_PER_NOTIFICATION, MIN_ENCODED_STATEMENT,
+	protocol_name, Role, Version, MAX_NOTIFICATION_SIZE, MAX_STATEMENTS_PER_NOTIFICATION,
+	MIN_ENCODED_STATEMENT,
 };
-pub use worker::{start, Network, PeerInfo};
 
-use statement_primitives::StatementSource;
+use statement_primitives::{StatementSource, Topic};
 use std::time::Duration;
 
 /// Statements a peer may keep waiting to be sent to it; past it the oldest is dropped.
@@ -115,18 +161,39 @@ impl Default for Propagation {
 /// How to run the network.
 #[derive(Clone, Debug)]
 pub struct Config {
-	/// Genesis hash of the chain: names the protocol.
+	/// Genesis hash of the chain: names the protocols.
 	pub genesis_hash: [u8; 32],
+	/// The chain spec's fork id, when it has one: it joins the protocols' names.
+	pub fork_id: Option<String>,
+	/// Reported to peers by identify.
+	pub node_name: String,
 	/// The node's ed25519 secret key (see [`identity`]).
 	pub node_key: [u8; identity::SECRET_LEN],
 	/// Addresses to listen on: `/ip4/A/tcp/P` (TCP) and `/ip4/A/tcp/P/ws` (WebSocket).
 	pub listen_addresses: Vec<Multiaddr>,
-	/// Peers to dial at start and whenever they are not connected: `.../p2p/<PeerId>`.
+	/// Where discovery starts: `.../p2p/<PeerId>`; they are the first candidates for the
+	/// outbound slots and seed Kademlia.
 	pub boot_nodes: Vec<Multiaddr>,
-	/// Peers to keep connected to, like boot nodes.
+	/// Peers to keep a statement stream with at all times, outside the slots.
 	pub reserved_nodes: Vec<Multiaddr>,
 	/// Accept only reserved nodes (and boot nodes) as peers.
 	pub reserved_only: bool,
+	/// Statement streams peers may open to us (reserved peers not counted).
+	pub in_peers: usize,
+	/// Statement streams we open, filled from discovered peers (reserved peers not counted).
+	pub out_peers: usize,
+	/// Find peers with Kademlia random walks; without it only boot and reserved nodes and
+	/// those that connect are known.
+	pub discovery: bool,
+	/// The highest protocol version offered: [`Version::V2`] (with statement/1 as fallback), or
+	/// [`Version::V1`] alone.
+	pub version: Version,
+	/// Run as a light node that asks its peers for statements on these topics (and on those of
+	/// its subscriptions); `None` for a full node, which takes everything.
+	pub light_topics: Option<Vec<Topic>>,
+	/// Seed of the light node's filter (its bloom hashes); random per node when `None`, so
+	/// that the topics one filter confuses differ from node to node.
+	pub affinity_seed: Option<u128>,
 	/// Statements a second each peer may send (bursts of five times as many).
 	pub rate_limit: u32,
 	/// How statements are propagated.
@@ -145,11 +212,19 @@ impl Config {
 	pub fn new(genesis_hash: [u8; 32], node_key: [u8; identity::SECRET_LEN]) -> Self {
 		Config {
 			genesis_hash,
+			fork_id: None,
+			node_name: "statement-node".into(),
 			node_key,
 			listen_addresses: Vec::new(),
 			boot_nodes: Vec::new(),
 			reserved_nodes: Vec::new(),
 			reserved_only: false,
+			in_peers: DEFAULT_IN_PEERS,
+			out_peers: DEFAULT_OUT_PEERS,
+			discovery: true,
+			version: Version::V2,
+			light_topics: None,
+			affinity_seed: None,
 			rate_limit: DEFAULT_RATE_LIMIT,
 			propagation: Propagation::default(),
 			source: StatementSource::Network,

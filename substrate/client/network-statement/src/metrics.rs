@@ -93,6 +93,10 @@ pub struct Metrics {
 	pub ignored: Value,
 	/// Peers with an open statement stream (gauge).
 	pub peers: Value,
+	/// Of those, light ones (gauge).
+	pub light_peers: Value,
+	/// Peers discovery has found, connected or not (gauge).
+	pub discovered_peers: Value,
 	/// Statements received.
 	pub received: Value,
 	/// Notification bytes sent.
@@ -141,6 +145,8 @@ impl Default for Metrics {
 			pending_validations: Value::default(),
 			ignored: Value::default(),
 			peers: Value::default(),
+			light_peers: Value::default(),
+			discovered_peers: Value::default(),
 			received: Value::default(),
 			bytes_sent: Value::default(),
 			bytes_received: Value::default(),
@@ -176,6 +182,12 @@ impl Metrics {
 			"gauge",
 			"Peers with an open statement stream.",
 			&self.peers,
+		);
+		one(
+			"statement_network_discovered_peers",
+			"gauge",
+			"Peers discovery has found, connected or not.",
+			&self.discovered_peers,
 		);
 		one(
 			"substrate_sync_propagated_statements",
@@ -281,8 +293,9 @@ impl Metrics {
 		);
 		let _ = writeln!(
 			out,
-			"# HELP substrate_sync_statement_peers_connected Peers with an open statement stream, by role.\n# TYPE substrate_sync_statement_peers_connected gauge\nsubstrate_sync_statement_peers_connected{{kind=\"full\"}} {}",
-			self.peers.get()
+			"# HELP substrate_sync_statement_peers_connected Peers with an open statement stream, by role.\n# TYPE substrate_sync_statement_peers_connected gauge\nsubstrate_sync_statement_peers_connected{{kind=\"full\"}} {}\nsubstrate_sync_statement_peers_connected{{kind=\"light\"}} {}",
+			self.peers.get().saturating_sub(self.light_peers.get()),
+			self.light_peers.get()
 		);
 		let _ = writeln!(
 			out,

@@ -1,91 +1,13 @@
 //! Gossip between real nodes in one process: real stores in temporary directories, real
 //! litep2p connections over loopback TCP, real signatures.
 
+mod common;
+
 use codec::{Compact, Encode};
-use futures::StreamExt;
-use litep2p::{
-	config::ConfigBuilder,
-	protocol::notification::{
-		ConfigBuilder as NotificationConfigBuilder, NotificationEvent, NotificationHandle,
-		ValidationResult,
-	},
-	transport::tcp::config::Config as TcpConfig,
-	types::protocol::ProtocolName,
-	Litep2p,
-};
-use sp_core::{ed25519, Pair};
-use statement_network::{
-	identity, parse_address, protocol_name, Config, Multiaddr, Network, PeerId, Propagation,
-};
-use statement_primitives::{
-	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
-};
-use statement_store::{MapAllowances, Store};
-use std::{
-	sync::Arc,
-	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
-};
-
-const GENESIS: [u8; 32] = [7; 32];
-
-fn open_store(dir: &std::path::Path) -> Store {
-	let allowances = MapAllowances::new().with_default(StatementAllowance::new(1_000_000, 1 << 30));
-	Store::open(statement_store::Config::new(dir), Arc::new(allowances)).unwrap()
-}
-
-fn signed(n: u32, data_len: usize) -> Statement {
-	let mut seed = [0u8; 32];
-	seed[..4].copy_from_slice(&n.to_le_bytes());
-	let pair = ed25519::Pair::from_seed(&seed);
-	let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as u32;
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(now + 3600, n);
-	statement.set_topic(0, Topic([1; 32]));
-	statement.set_plain_data(vec![(n % 251) as u8; data_len]);
-	statement.sign_ed25519_private(&pair);
-	statement
-}
-
-struct Node {
-	store: Store,
-	network: Network,
-	_dir: tempfile::TempDir,
-}
-
-impl Node {
-	fn address(&self) -> Multiaddr {
-		let listen = self.network.listen_addresses()[0].to_string();
-		parse_address(&listen, true).unwrap()
-	}
-}
-
-async fn node(n: u8, boot: &[&Node], tune: impl FnOnce(&mut Config)) -> Node {
-	let dir = tempfile::tempdir().unwrap();
-	node_in(dir, n, boot, tune).await
-}
-
-async fn node_in(
-	dir: tempfile::TempDir,
-	n: u8,
-	boot: &[&Node],
-	tune: impl FnOnce(&mut Config),
-) -> Node {
-	let store = open_store(dir.path());
-	let mut config = Config::new(GENESIS, [n; 32]);
-	config.listen_addresses = vec![parse_address("/ip4/127.0.0.1/tcp/0", false).unwrap()];
-	config.boot_nodes = boot.iter().map(|node| node.address()).collect();
-	tune(&mut config);
-	let network = statement_network::start(config, Arc::new(store.clone())).await.unwrap();
-	Node { store, network, _dir: dir }
-}
-
-async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
-	let deadline = Instant::now() + within;
-	while !check() {
-		assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}");
-		tokio::time::sleep(Duration::from_millis(20)).await;
-	}
-}
+use common::*;
+use statement_network::Propagation;
+use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
+use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_submitted_on_one_node_reaches_the_other_and_is_not_sent_back() {
@@ -205,46 +127,11 @@ async fn a_peer_over_the_rate_limit_is_dropped_banned_and_counted() {
 	assert!(bob.store.has_statement(&early.hash()));
 }
 
-/// A hand-driven litep2p peer on the statement protocol, for sending what a node never would.
-async fn raw_peer(target: &Node) -> (NotificationHandle, PeerId) {
-	let (notification, handle) =
-		NotificationConfigBuilder::new(ProtocolName::from(protocol_name(&GENESIS)))
-			.with_max_size(2 * 1024 * 1024)
-			.with_handshake(vec![1])
-			.with_auto_accept_inbound(true)
-			.build();
-	let config = ConfigBuilder::new()
-		.with_keypair(identity::keypair(&[99; 32]).unwrap())
-		.with_tcp(TcpConfig {
-			listen_addresses: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
-			..Default::default()
-		})
-		.with_notification_protocol(notification)
-		.build();
-	let mut litep2p = Litep2p::new(config).unwrap();
-	litep2p.dial_address(target.address()).await.unwrap();
-	let peer = target.network.local_peer_id();
-	tokio::spawn(async move { while litep2p.next_event().await.is_some() {} });
-	(handle, peer)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_from_a_peer_never_hurts_the_node_and_costs_the_peer_its_place() {
 	let bob = node(2, &[], |_| {}).await;
 	let (mut handle, bob_id) = raw_peer(&bob).await;
-	tokio::time::sleep(Duration::from_millis(300)).await;
-	handle.open_substream(bob_id).await.unwrap();
-	let deadline = Instant::now() + Duration::from_secs(10);
-	loop {
-		let event = tokio::time::timeout_at(deadline.into(), handle.next()).await.unwrap().unwrap();
-		match event {
-			NotificationEvent::ValidateSubstream { peer, .. } => {
-				handle.send_validation_result(peer, ValidationResult::Accept)
-			}
-			NotificationEvent::NotificationStreamOpened { .. } => break,
-			_ => {}
-		}
-	}
+	open_stream(&mut handle, bob_id).await;
 	// Our side may see the stream open before Bob counts the peer; until he does, "no
 	// statement peers" below would hold before any garbage was read.
 	eventually("bob to count the peer", Duration::from_secs(10), || {

@@ -1,0 +1,147 @@
+//! What every gossip test needs: real stores in temporary directories, real litep2p
+//! connections over loopback TCP, real signatures, and hand-driven peers.
+
+#![allow(dead_code)]
+
+use futures::StreamExt;
+use litep2p::{
+	config::ConfigBuilder,
+	protocol::notification::{
+		ConfigBuilder as NotificationConfigBuilder, NotificationEvent, NotificationHandle,
+		ValidationResult,
+	},
+	transport::tcp::config::Config as TcpConfig,
+	types::protocol::ProtocolName,
+	Litep2p,
+};
+use sp_core::{ed25519, Pair};
+use statement_network::{
+	identity, parse_address, protocol_name, Config, Multiaddr, Network, PeerId, Role, Version,
+};
+use statement_primitives::{Statement, StatementAllowance, Topic};
+use statement_store::{MapAllowances, Store};
+use std::{
+	sync::Arc,
+	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+pub const GENESIS: [u8; 32] = [7; 32];
+
+pub fn open_store(dir: &std::path::Path) -> Store {
+	let allowances = MapAllowances::new().with_default(StatementAllowance::new(1_000_000, 1 << 30));
+	Store::open(statement_store::Config::new(dir), Arc::new(allowances)).unwrap()
+}
+
+pub fn signed(n: u32, data_len: usize) -> Statement {
+	signed_on(n, &[Topic([1; 32])], data_len)
+}
+
+pub struct Node {
+	pub store: Store,
+	pub network: Network,
+	pub _dir: tempfile::TempDir,
+}
+
+impl Node {
+	pub fn address(&self) -> Multiaddr {
+		let listen = self.network.listen_addresses()[0].to_string();
+		parse_address(&listen, true).unwrap()
+	}
+}
+
+pub async fn node(n: u8, boot: &[&Node], tune: impl FnOnce(&mut Config)) -> Node {
+	let dir = tempfile::tempdir().unwrap();
+	node_in(dir, n, boot, tune).await
+}
+
+pub async fn node_in(
+	dir: tempfile::TempDir,
+	n: u8,
+	boot: &[&Node],
+	tune: impl FnOnce(&mut Config),
+) -> Node {
+	let store = open_store(dir.path());
+	let mut config = Config::new(GENESIS, [n; 32]);
+	config.listen_addresses = vec![parse_address("/ip4/127.0.0.1/tcp/0", false).unwrap()];
+	config.boot_nodes = boot.iter().map(|node| node.address()).collect();
+	tune(&mut config);
+	let network = statement_network::start(config, Arc::new(store.clone())).await.unwrap();
+	Node { store, network, _dir: dir }
+}
+
+pub async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+	let deadline = Instant::now() + within;
+	while !check() {
+		assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}");
+		tokio::time::sleep(Duration::from_millis(20)).await;
+	}
+}
+
+/// A hand-driven litep2p peer on the statement protocol, for sending what a node never would.
+pub async fn raw_peer(target: &Node) -> (NotificationHandle, PeerId) {
+	raw_peer_on(target, Version::V1, Role::Full).await
+}
+
+/// [`raw_peer`] speaking `version` only, declaring `role`.
+pub async fn raw_peer_on(
+	target: &Node,
+	version: Version,
+	role: Role,
+) -> (NotificationHandle, PeerId) {
+	let (notification, handle) =
+		NotificationConfigBuilder::new(ProtocolName::from(protocol_name(&GENESIS, None, version)))
+			.with_max_size(2 * 1024 * 1024)
+			.with_handshake(role.handshake())
+			.with_auto_accept_inbound(true)
+			.build();
+	let config = ConfigBuilder::new()
+		.with_keypair(identity::keypair(&[99; 32]).unwrap())
+		.with_tcp(TcpConfig {
+			listen_addresses: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
+			..Default::default()
+		})
+		.with_notification_protocol(notification)
+		.build();
+	let mut litep2p = Litep2p::new(config).unwrap();
+	litep2p.dial_address(target.address()).await.unwrap();
+	let peer = target.network.local_peer_id();
+	tokio::spawn(async move { while litep2p.next_event().await.is_some() {} });
+	(handle, peer)
+}
+
+/// Open a raw peer's stream to `peer` and wait until it is open; what the node sends over it
+/// afterwards is left in the handle.
+pub async fn open_stream(handle: &mut NotificationHandle, peer: PeerId) {
+	tokio::time::sleep(Duration::from_millis(300)).await;
+	handle.open_substream(peer).await.unwrap();
+	let deadline = Instant::now() + Duration::from_secs(20);
+	loop {
+		let event = tokio::time::timeout_at(deadline.into(), handle.next())
+			.await
+			.expect("the stream to open within 20 s")
+			.expect("the handle to live");
+		match event {
+			NotificationEvent::ValidateSubstream { peer, .. } => {
+				handle.send_validation_result(peer, ValidationResult::Accept)
+			}
+			NotificationEvent::NotificationStreamOpened { .. } => return,
+			_ => {}
+		}
+	}
+}
+
+/// A statement on these topics, signed by the `n`th account.
+pub fn signed_on(n: u32, topics: &[Topic], data_len: usize) -> Statement {
+	let mut seed = [0u8; 32];
+	seed[..4].copy_from_slice(&n.to_le_bytes());
+	let pair = ed25519::Pair::from_seed(&seed);
+	let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as u32;
+	let mut statement = Statement::new();
+	statement.set_expiry_from_parts(now + 3600, n);
+	for (i, topic) in topics.iter().enumerate() {
+		statement.set_topic(i, *topic);
+	}
+	statement.set_plain_data(vec![(n % 251) as u8; data_len]);
+	statement.sign_ed25519_private(&pair);
+	statement
+}
