@@ -37,6 +37,10 @@ pub struct ChainSpec {
 	/// Peers to connect to first.
 	#[serde(default)]
 	pub boot_nodes: Vec<String>,
+	/// Set when the chain forked from another with the same genesis: it joins the network
+	/// protocols' names (`/{genesis}/{forkId}/statement/2`, `/{genesis}/{forkId}/kad`).
+	#[serde(default, skip_serializing_if = "Option::is_none")]
+	pub fork_id: Option<String>,
 	/// What `system_properties` tells clients (`ss58Format`, `tokenSymbol`, ...); `null` or
 	/// missing answers `{}`, as Substrate does.
 	#[serde(default)]
@@ -96,6 +100,7 @@ fn built_in(name: &str, id: &str, chain_type: &str) -> ChainSpec {
 		id: id.into(),
 		chain_type: Some(chain_type.into()),
 		boot_nodes: Vec::new(),
+		fork_id: None,
 		properties: Some(serde_json::Map::from_iter([(
 			"ss58Format".to_string(),
 			serde_json::Value::from(DEV_SS58_FORMAT),

@@ -221,9 +221,9 @@ pub struct RunCmd {
 	/// (repeatable). Replaces the `--port` default.
 	#[arg(long, value_name = "MULTIADDR")]
 	pub listen_addr: Vec<String>,
-	/// Peers to connect to at start and whenever they are not connected:
-	/// `/ip4/A/tcp/P[/ws]/p2p/PEER_ID`. Repeatable; one value may hold several addresses
-	/// separated by spaces. The chain spec's `bootNodes` are dialled too.
+	/// Where discovery starts: `/ip4/A/tcp/P[/ws]/p2p/PEER_ID`. Repeatable; one value may
+	/// hold several addresses separated by spaces. The chain spec's `bootNodes` are used too.
+	/// The node finds the rest of the network through them (Kademlia).
 	#[arg(long, value_name = "MULTIADDR")]
 	pub bootnodes: Vec<String>,
 	/// The node's ed25519 secret key, 64 hex digits: fixes its PeerId. Without it or
@@ -234,12 +234,34 @@ pub struct RunCmd {
 	/// File holding the node's ed25519 secret key (32 raw bytes or 64 hex digits).
 	#[arg(long, value_name = "PATH", conflicts_with = "node_key")]
 	pub node_key_file: Option<PathBuf>,
-	/// Peers to stay connected to, like boot nodes (repeatable, space-separated allowed).
+	/// Peers to keep a statement stream with at all times, outside the peer slots
+	/// (repeatable, space-separated allowed).
 	#[arg(long, value_name = "MULTIADDR")]
 	pub reserved_nodes: Vec<String>,
 	/// Exchange statements only with reserved nodes (and boot nodes).
 	#[arg(long)]
 	pub reserved_only: bool,
+	/// Statement streams other peers may open to this node (reserved peers not counted).
+	#[arg(long, value_name = "COUNT", default_value_t = statement_network::DEFAULT_IN_PEERS)]
+	pub in_peers: usize,
+	/// Statement streams this node opens, to peers it has discovered (reserved peers not
+	/// counted).
+	#[arg(long, value_name = "COUNT", default_value_t = statement_network::DEFAULT_OUT_PEERS)]
+	pub out_peers: usize,
+	/// Do not look for peers with Kademlia: only boot and reserved nodes, and peers that
+	/// connect, become peers.
+	#[arg(long)]
+	pub no_discovery: bool,
+	/// Highest statement protocol version to speak: 2 (`/statement/2` with topic affinity,
+	/// falling back to `/statement/1` with peers that lack it) or 1 (`/statement/1` only).
+	#[arg(long, value_name = "VERSION", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+	pub statement_protocol_version: u8,
+	/// Run as a light node that asks its peers only for statements on these topics (and on
+	/// those of the subscriptions opened on it): `0x`-hex of 32 bytes, or text (its
+	/// blake2-256). Repeatable. The node then declares the light role and sends its
+	/// `/statement/2` peers a topic-affinity filter.
+	#[arg(long = "statement-topics", value_name = "TOPIC", num_args = 1..)]
+	pub statement_topics: Vec<String>,
 	/// Statements a second each peer may send (bursts of five times as many); a peer over it
 	/// is disconnected and banned for a minute.
 	#[arg(long, value_name = "N", default_value_t = statement_network::DEFAULT_RATE_LIMIT, value_parser = clap::value_parser!(u32).range(1..))]

@@ -93,8 +93,11 @@ fn init_logging(filters: &[String]) {
 	builder.filter_level(log::LevelFilter::Info);
 	builder.filter_module("jsonrpsee", log::LevelFilter::Warn);
 	// litep2p warns "transport service closed" on every clean stop, when its transport goes
-	// before the protocol tasks; its other warnings stay.
+	// before the protocol tasks, and identify warns "transport service stream ended" for the
+	// same reason (its only other warning is a harmless race as a connection closes); other
+	// warnings stay.
 	builder.filter_module("litep2p::transport-service", log::LevelFilter::Error);
+	builder.filter_module("litep2p::ipfs::identify", log::LevelFilter::Error);
 	for directive in filters.iter().flat_map(|filter| filter.split(',')) {
 		builder.parse_filters(directive.trim());
 	}

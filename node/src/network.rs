@@ -6,7 +6,8 @@ use crate::{
 	cli::{PropagationMode, RunCmd},
 	error::Error,
 };
-use statement_network::{identity, parse_address, Config, Multiaddr, Propagation};
+use statement_network::{identity, parse_address, Config, Multiaddr, Propagation, Version};
+use statement_primitives::Topic;
 use std::path::Path;
 
 /// Where the node keeps its generated network key under the base path.
@@ -45,6 +46,21 @@ pub fn config(cmd: &RunCmd, spec: &ChainSpec, base: &Path) -> Result<Config, Err
 	config.boot_nodes = addresses(cmd.bootnodes.iter().chain(&spec.boot_nodes), true)?;
 	config.reserved_nodes = addresses(cmd.reserved_nodes.iter(), true)?;
 	config.reserved_only = cmd.reserved_only;
+	config.in_peers = cmd.in_peers;
+	config.out_peers = cmd.out_peers;
+	config.discovery = !cmd.no_discovery;
+	config.fork_id = spec.fork_id.clone();
+	config.node_name = cmd.name.clone().unwrap_or_else(|| "statement-node".into());
+	config.version = if cmd.statement_protocol_version == 1 { Version::V1 } else { Version::V2 };
+	if !cmd.statement_topics.is_empty() {
+		let mut topics = Vec::new();
+		for value in &cmd.statement_topics {
+			for text in value.split_whitespace() {
+				topics.push(Topic(crate::sign::bytes32(text)?));
+			}
+		}
+		config.light_topics = Some(topics);
+	}
 	config.rate_limit = cmd.statement_rate_limit;
 	config.propagation = match cmd.statement_propagation {
 		PropagationMode::Immediate => Propagation::default(),
@@ -101,6 +117,42 @@ mod tests {
 		assert_eq!(first.node_key, second.node_key);
 		assert!(key_path(dir.path(), &spec).is_file());
 		assert_eq!(first.listen_addresses[0].to_string(), "/ip4/0.0.0.0/tcp/30333");
+	}
+
+	#[test]
+	fn light_topics_versions_slots_and_the_fork_id_reach_the_network_config() {
+		let spec = ChainSpec::load("local").unwrap();
+		let dir = tempfile::tempdir().unwrap();
+		let full = config(&run(&[]), &spec, dir.path()).unwrap();
+		assert_eq!((full.version, full.light_topics.clone()), (Version::V2, None));
+		assert_eq!((full.in_peers, full.out_peers, full.discovery), (32, 8, true));
+		let hex_topic = format!("0x{}", "ab".repeat(32));
+		let cmd = run(&[
+			"--statement-topics",
+			"greetings",
+			&hex_topic,
+			"--statement-protocol-version",
+			"1",
+			"--in-peers",
+			"3",
+			"--out-peers",
+			"2",
+			"--no-discovery",
+		]);
+		let mut spec = spec;
+		spec.fork_id = Some("fork-1".into());
+		let light = config(&cmd, &spec, dir.path()).unwrap();
+		let greetings = Topic(sp_crypto_hashing::blake2_256(b"greetings"));
+		assert_eq!(light.light_topics, Some(vec![greetings, Topic([0xab; 32])]));
+		assert_eq!((light.version, light.in_peers, light.out_peers), (Version::V1, 3, 2));
+		assert!(!light.discovery);
+		assert_eq!(light.fork_id.as_deref(), Some("fork-1"));
+		assert!(crate::cli::Cli::try_parse_from([
+			"statement-node",
+			"--statement-protocol-version",
+			"3"
+		])
+		.is_err());
 	}
 
 	#[test]

@@ -103,7 +103,15 @@ pub fn allow_unsafe(methods: RpcMethods, addr: &SocketAddr) -> bool {
 pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> {
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
-	module.merge(StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed).into_module())?;
+	let mut statements = StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed);
+	if let Some(network) = &config.network {
+		// A light node asks its peers for the topics of the subscriptions opened on it.
+		let interest = network.interest().clone();
+		statements = statements.with_subscription_hook(std::sync::Arc::new(move |filter| {
+			Box::new(interest.watch(filter)) as Box<dyn std::any::Any + Send>
+		}));
+	}
+	module.merge(statements.into_module())?;
 	if let Some(keystore) = &config.keystore {
 		author::register(&mut module, keystore.clone(), unsafe_allowed)?;
 	}

@@ -113,9 +113,15 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	let network =
 		Arc::new(statement_network::start(network_config, Arc::new(store.clone())).await?);
 	log::info!("Local node identity is: {}", network.local_peer_id());
+	let version = if cmd.statement_protocol_version == 1 {
+		statement_network::Version::V1
+	} else {
+		statement_network::Version::V2
+	};
 	log::info!(
-		"Statement gossip on {} with {boot_nodes} boot node(s)",
-		statement_network::protocol_name(&spec.genesis_hash()?)
+		"Statement gossip on {} with {boot_nodes} boot node(s){}",
+		statement_network::protocol_name(&spec.genesis_hash()?, spec.fork_id.as_deref(), version),
+		if cmd.no_discovery { "" } else { "; discovering peers with Kademlia" },
 	);
 
 	let rpc_config = rpc::RpcConfig {

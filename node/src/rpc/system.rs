@@ -53,14 +53,19 @@ impl System {
 				network
 					.peers()
 					.into_iter()
-					.filter(|peer| peer.statement_stream)
-					.map(|peer| {
-						serde_json::json!({
+					.filter_map(|peer| {
+						let (_, role) = peer.statement_stream?;
+						let roles = match role {
+							statement_network::Role::Full => "FULL",
+							statement_network::Role::Light => "LIGHT",
+							statement_network::Role::Authority => "AUTHORITY",
+						};
+						Some(serde_json::json!({
 							"peerId": peer.peer_id.to_base58(),
-							"roles": "FULL",
+							"roles": roles,
 							"bestHash": genesis_hash,
 							"bestNumber": 0,
-						})
+						}))
 					})
 					.collect::<Vec<_>>(),
 			)

@@ -63,7 +63,7 @@ use jsonrpsee::{
 };
 use sp_core::Bytes;
 use statement_primitives::{
-	StatementEvent, StatementSource, StatementStore, StatementSubscription, Topic,
+	StatementEvent, StatementSource, StatementStore, StatementSubscription, Topic, TopicFilter,
 	DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
 use std::sync::Arc;
@@ -97,6 +97,12 @@ const LIVE_BATCH_BYTES: usize = 64 * 1024;
 /// Statements per page while `statement_dump` collects its answer.
 const DUMP_WALK_PAGE: usize = 512;
 
+/// Called with each subscription's filter as it opens; what it returns is kept for as long as
+/// the subscription lives, and dropped when it ends. A light node uses it to ask its peers for
+/// the subscription's topics.
+pub type SubscriptionHook =
+	Arc<dyn Fn(&TopicFilter) -> Box<dyn std::any::Any + Send> + Send + Sync>;
+
 /// What the RPC methods work on.
 #[derive(Clone)]
 pub struct StatementRpc {
@@ -104,6 +110,7 @@ pub struct StatementRpc {
 	allow_unsafe: bool,
 	max_response_bytes: u32,
 	queue_bytes: usize,
+	on_subscribe: Option<SubscriptionHook>,
 }
 
 impl StatementRpc {
@@ -115,7 +122,14 @@ impl StatementRpc {
 			allow_unsafe,
 			max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
 			queue_bytes: DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+			on_subscribe: None,
 		}
+	}
+
+	/// Call `hook` as each subscription opens (see [`SubscriptionHook`]).
+	pub fn with_subscription_hook(mut self, hook: SubscriptionHook) -> Self {
+		self.on_subscribe = Some(hook);
+		self
 	}
 
 	/// The server's response limit, so that dumps that would pass it say so clearly.
@@ -330,6 +344,8 @@ async fn subscribe(
 			return Ok(());
 		}
 	};
+	// Held until the subscription ends.
+	let _hooked = rpc.on_subscribe.as_ref().map(|hook| hook(&filter));
 	let store = rpc.store.clone();
 	let queue_bytes = rpc.queue_bytes;
 	let subscribed =
