@@ -8,14 +8,22 @@
 //! | [`restart`] | 3 | bob killed mid-sync and down while others take statements still ends with all of them |
 //! | [`late_joiner`] | 2 + 1 | a node added later, knowing only the spec's `bootNodes`, receives 1,000 statements |
 //! | [`flooding`] | 2 | bursting past `--statement-rate-limit` is flagged and disconnected; slow statements passed |
-//! | [`sparse_topology`] | 10 | statements from both ends of a line reach every node |
+//! | [`sparse_topology`] | 10 | statements from both ends of a line reach every node (discovery off) |
+//! | [`discovery`] | 20 | every node, knowing only the boot node, reaches 8 peers; statements from 3 reach all |
+//! | [`light_peer`] | 2 + 1 | a light node gets its topic (stored and live) and a subscribed one, nothing else |
+//! | [`mixed_versions`] | 6 | statement/1-only nodes among statement/2 nodes converge |
+//! | [`affinity_flood`] | 1 + a raw peer | a peer changing its filter far past the bound is flagged and dropped |
 //!
 //! Run with `cargo test --manifest-path zombienet/Cargo.toml --locked -- --test-threads 1`; see
 //! `zombienet/README.md`.
 
+mod affinity_flood;
 mod common;
+mod discovery;
 mod flooding;
 mod late_joiner;
+mod light_peer;
+mod mixed_versions;
 mod propagation;
 mod quota;
 mod restart;

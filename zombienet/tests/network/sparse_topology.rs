@@ -1,5 +1,5 @@
-//! Ten nodes in a line, each knowing only the one before it: statements submitted at both
-//! ends reach every node.
+//! Ten nodes in a line, each knowing only the one before it and not looking for more
+//! (`--no-discovery`): statements submitted at both ends reach every node, hop by hop.
 
 use crate::common::{
 	encoded, node_binary, sign_all, wait_metric, wait_until_all_store, ChainSpec, Draft, NodePlan,
@@ -27,7 +27,7 @@ async fn statements_from_both_ends_of_a_ten_node_line_reach_every_node() -> Resu
 	// each dials only its predecessor (which zombienet therefore spawns first).
 	let plans = (0..NODES)
 		.map(|index| {
-			let plan = NodePlan::new(name(index)).bootnode();
+			let plan = NodePlan::new(name(index)).bootnode().arg("--no-discovery");
 			match index {
 				0 => plan,
 				_ => {

@@ -131,6 +131,11 @@ impl Client {
 		health["peers"].as_u64().ok_or_else(|| anyhow!("{}: system_health {health}", self.name))
 	}
 
+	/// `chain_getBlockHash(0)`: the genesis hash, as `0x`-hex; it names the network protocols.
+	pub async fn genesis_hash(&self) -> Result<String> {
+		Ok(self.rpc.request("chain_getBlockHash", rpc_params![0]).await?)
+	}
+
 	/// `system_localPeerId`.
 	pub async fn local_peer_id(&self) -> Result<String> {
 		Ok(self.rpc.request("system_localPeerId", rpc_params![]).await?)
