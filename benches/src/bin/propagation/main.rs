@@ -17,6 +17,14 @@
 //!   submits fell short of 95% of the target; reports the highest rate carried with no loss.
 //! - `sync`: node A filled with `--sync-statements` (100,000), then node B started bootnoding
 //!   A: the time until B's store holds them all, and A's RSS growth meanwhile.
+//! - `mesh20`: `--mesh-nodes` (20) nodes that each know only the first find each other
+//!   (Kademlia; the run starts once each has min(8, n-1) peers); `--rate` statements a second
+//!   into the second node for `--seconds`, read on five nodes spread over the mesh: latency to
+//!   the last of them, loss, statements sent per delivery needed (duplicates), and how many
+//!   nodes end up holding every statement.
+//! - `light`: `--light-statements` (20,000) statements over 10 topics into node A, half before
+//!   a light node (`--statement-topics`, one topic) joins A and half after, with a full node
+//!   on A beside it: bytes and statements each received, against those it wanted.
 //!
 //! `--mode immediate|reference|both` (default `immediate`) sets `--statement-propagation`;
 //! `both` runs each scenario with each and prints reference / immediate. `--quick` shortens
@@ -46,10 +54,19 @@ enum Scenario {
 	Line5,
 	MaxRate,
 	Sync,
+	Mesh,
+	Light,
 }
 
 /// Every scenario, in the order `all` runs them.
-const ALL: [Scenario; 4] = [Scenario::Latency2, Scenario::Line5, Scenario::MaxRate, Scenario::Sync];
+const ALL: [Scenario; 6] = [
+	Scenario::Latency2,
+	Scenario::Line5,
+	Scenario::MaxRate,
+	Scenario::Sync,
+	Scenario::Mesh,
+	Scenario::Light,
+];
 
 /// Command-line options; `None` where the default depends on `--quick`.
 #[derive(Default)]
@@ -66,12 +83,14 @@ struct Args {
 	drain: Option<f64>,
 	rate_limit: Option<u32>,
 	sync_timeout: Option<f64>,
+	mesh_nodes: Option<usize>,
+	light_statements: Option<usize>,
 }
 
 const USAGE: &str = "usage: propagation [--node PATH] [--mode immediate|reference|both] \
-	[--scenario latency2|line5|maxrate|sync|all] [--quick] [--rate N] [--seconds S] \
-	[--rates N,N,..] [--step-seconds S] [--sync-statements N] [--drain S] [--rate-limit N] \
-	[--sync-timeout S]";
+	[--scenario latency2|line5|maxrate|sync|mesh20|light|all] [--quick] [--rate N] \
+	[--seconds S] [--rates N,N,..] [--step-seconds S] [--sync-statements N] [--drain S] \
+	[--rate-limit N] [--sync-timeout S] [--mesh-nodes N] [--light-statements N]";
 
 impl Args {
 	fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -98,6 +117,8 @@ impl Args {
 						"line5" => vec![Scenario::Line5],
 						"maxrate" => vec![Scenario::MaxRate],
 						"sync" => vec![Scenario::Sync],
+						"mesh20" => vec![Scenario::Mesh],
+						"light" => vec![Scenario::Light],
 						"all" => ALL.to_vec(),
 						other => return Err(format!("--scenario {other:?}: {USAGE}")),
 					}
@@ -115,6 +136,8 @@ impl Args {
 				"--drain" => parsed.drain = Some(positive(&arg, value()?)?),
 				"--rate-limit" => parsed.rate_limit = Some(number(&arg, value()?)?),
 				"--sync-timeout" => parsed.sync_timeout = Some(positive(&arg, value()?)?),
+				"--mesh-nodes" => parsed.mesh_nodes = Some(number(&arg, value()?)?),
+				"--light-statements" => parsed.light_statements = Some(number(&arg, value()?)?),
 				"-h" | "--help" => return Err(USAGE.into()),
 				other => return Err(format!("unknown option {other:?}; {USAGE}")),
 			}
@@ -139,6 +162,8 @@ impl Args {
 			sync_statements: self.sync_statements.unwrap_or(if quick { 10_000 } else { 100_000 }),
 			drain: Duration::from_secs_f64(self.drain.unwrap_or(10.0)),
 			sync_timeout: Duration::from_secs_f64(self.sync_timeout.unwrap_or(300.0)),
+			mesh_nodes: self.mesh_nodes.unwrap_or(20).max(3),
+			light_statements: self.light_statements.unwrap_or(if quick { 2_000 } else { 20_000 }),
 		}
 	}
 
@@ -212,11 +237,23 @@ fn run(args: Args) -> Result<(), String> {
 			Scenario::Latency2 | Scenario::Line5 => plan.latency_statements(),
 			Scenario::MaxRate => plan.max_step_statements(),
 			Scenario::Sync => plan.sync_statements,
+			Scenario::Mesh => plan.latency_statements(),
+			Scenario::Light => 0,
 		})
 		.max()
 		.unwrap_or(0);
 	eprintln!("signing {needed} statements ...");
 	let pool = Pool::sign(needed)?;
+	let light_pool = if args.scenarios.contains(&Scenario::Light) {
+		eprintln!(
+			"signing {} statements over {} topics ...",
+			plan.light_statements,
+			scenario::LIGHT_TOPICS
+		);
+		Pool::sign_on(plan.light_statements, scenario::LIGHT_TOPICS)?
+	} else {
+		Pool::sign(0)?
+	};
 	let runtime = tokio::runtime::Builder::new_multi_thread()
 		.enable_all()
 		.build()
@@ -228,6 +265,8 @@ fn run(args: Args) -> Result<(), String> {
 			Scenario::Line5 => scenario::latency("line5", 5, &modes, &runtime, &pool, &plan)?,
 			Scenario::MaxRate => scenario::max_rate(&modes, &runtime, &pool, &plan)?,
 			Scenario::Sync => scenario::sync(&modes, &runtime, &pool, &plan)?,
+			Scenario::Mesh => scenario::mesh(&modes, &runtime, &pool, &plan)?,
+			Scenario::Light => scenario::light(&modes, &runtime, &light_pool, &plan)?,
 		}
 	}
 	Ok(())

@@ -1,5 +1,6 @@
 //! `statement-node` child processes on localhost: one node, a line of them each bootnoding the
-//! one before, their metrics, and their resident memory.
+//! one before, a mesh of them that find each other from one boot node, their metrics, and
+//! their resident memory.
 
 use std::{
 	collections::VecDeque,
@@ -21,6 +22,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long nodes may take to see their neighbours as peers.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a mesh may take to fill every node's slots through discovery.
+const MESH_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Outbound slots a node fills (the node's default `--out-peers`).
+const OUT_PEERS: usize = 8;
 
 /// Log lines kept per node to explain a failure.
 const LOG_TAIL: usize = 40;
@@ -96,13 +103,15 @@ fn node_key(index: usize) -> String {
 }
 
 impl Node {
-	/// Start node `index` with its database in `dir`, dialling `bootnode` if given; returns
-	/// once it has printed its PeerId and serves JSON-RPC.
+	/// Start node `index` with its database in `dir`, dialling `bootnode` if given, with
+	/// `extra` arguments; returns once it has printed its PeerId and serves JSON-RPC and
+	/// metrics.
 	pub fn start(
 		settings: &NodeSettings,
 		index: usize,
 		dir: &Path,
 		bootnode: Option<&str>,
+		extra: &[String],
 	) -> Result<Node, String> {
 		let [rpc_port, metrics_port, p2p_port] = free_ports()?;
 		let mut command = Command::new(&settings.binary);
@@ -119,6 +128,7 @@ impl Node {
 		if let Some(bootnode) = bootnode {
 			command.args(["--bootnodes", bootnode]);
 		}
+		command.args(extra);
 		let mut child = command
 			.stdout(Stdio::null())
 			.stderr(Stdio::piped())
@@ -154,8 +164,11 @@ impl Node {
 					self.log_tail()
 				));
 			}
+			// Ready when both answer: the metrics exporter starts after the RPC server.
 			if let Some(id) = &peer_id {
-				if TcpStream::connect(("127.0.0.1", self.rpc_port)).is_ok() {
+				if TcpStream::connect(("127.0.0.1", self.rpc_port)).is_ok()
+					&& TcpStream::connect(("127.0.0.1", self.metrics_port)).is_ok()
+				{
 					return Ok(id.clone());
 				}
 				std::thread::sleep(Duration::from_millis(20));
@@ -164,7 +177,10 @@ impl Node {
 				let missing = if peer_id.is_none() {
 					format!("print `{IDENTITY_MARKER}<PeerId>`")
 				} else {
-					format!("open its RPC port {}", self.rpc_port)
+					format!(
+						"open its RPC port {} and metrics port {}",
+						self.rpc_port, self.metrics_port
+					)
 				};
 				return Err(format!(
 					"node {} did not {missing} within {START_TIMEOUT:?}; its log:\n{}",
@@ -253,46 +269,75 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
 		.and_then(|value| value.parse().ok())
 }
 
-/// Nodes in a line, node k bootnoding node k-1, with their databases in one temporary
-/// directory (removed after the nodes are gone).
-pub struct Line {
+/// Nodes in one temporary directory (removed after the nodes are gone): a line, node k
+/// bootnoding node k-1 with discovery off, or a mesh, every node bootnoding the first and
+/// finding the rest.
+pub struct Nodes {
 	/// The nodes, first to last.
 	pub nodes: Vec<Node>,
+	/// Peers each node must see before the load starts.
+	expected: Vec<u64>,
+	timeout: Duration,
 	dir: tempfile::TempDir,
 }
 
-impl Line {
-	/// Start `count` nodes, each after the one before has printed its PeerId, and wait until
-	/// each sees its neighbours.
-	pub fn start(settings: &NodeSettings, count: usize) -> Result<Line, String> {
+impl Nodes {
+	fn empty(count: usize, timeout: Duration) -> Result<Nodes, String> {
 		let dir = tempfile::Builder::new()
 			.prefix("propagation")
 			.tempdir()
 			.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
-		let mut nodes: Vec<Node> = Vec::with_capacity(count);
-		for index in 0..count {
-			let bootnode = nodes.last().map(Node::address);
-			let base = dir.path().join(format!("node-{index}"));
-			nodes.push(Node::start(settings, index, &base, bootnode.as_deref())?);
-		}
-		let line = Line { nodes, dir };
-		line.await_peers()?;
-		Ok(line)
+		Ok(Nodes { nodes: Vec::with_capacity(count), expected: Vec::new(), timeout, dir })
 	}
 
-	/// Start one more node in the same directory, bootnoding `to`; it is not waited for.
-	pub fn join(&mut self, settings: &NodeSettings, to: usize) -> Result<&Node, String> {
+	/// Start `count` nodes in a line, each after the one before has printed its PeerId, with
+	/// discovery off so that the line stays one, and wait until each sees its neighbours.
+	pub fn line(settings: &NodeSettings, count: usize) -> Result<Nodes, String> {
+		let mut nodes = Nodes::empty(count, PEER_TIMEOUT)?;
+		for _ in 0..count {
+			let bootnode = nodes.nodes.last().map(Node::address);
+			nodes.start(settings, bootnode, &["--no-discovery".to_string()])?;
+		}
+		nodes.expected = (0..count).map(|k| u64::from(k > 0) + u64::from(k + 1 < count)).collect();
+		nodes.await_peers()?;
+		Ok(nodes)
+	}
+
+	/// Start `count` nodes that know only the first, and wait until each has found
+	/// `min(8, count - 1)` peers.
+	pub fn mesh(settings: &NodeSettings, count: usize) -> Result<Nodes, String> {
+		let mut nodes = Nodes::empty(count, MESH_TIMEOUT)?;
+		for _ in 0..count {
+			let bootnode = nodes.nodes.first().map(Node::address);
+			nodes.start(settings, bootnode, &[])?;
+		}
+		nodes.expected = vec![OUT_PEERS.min(count.saturating_sub(1)) as u64; count];
+		nodes.await_peers()?;
+		Ok(nodes)
+	}
+
+	/// Start one more node in the same directory, bootnoding node `to`, with `extra`
+	/// arguments; it is not waited for.
+	pub fn join(
+		&mut self,
+		settings: &NodeSettings,
+		to: usize,
+		extra: &[String],
+	) -> Result<&Node, String> {
+		let bootnode = self.nodes[to].address();
+		self.start(settings, Some(bootnode), extra)
+	}
+
+	fn start(
+		&mut self,
+		settings: &NodeSettings,
+		bootnode: Option<String>,
+		extra: &[String],
+	) -> Result<&Node, String> {
 		let index = self.nodes.len();
 		let base = self.dir.path().join(format!("node-{index}"));
-		let bootnode = self.nodes[to].address();
-		self.nodes.push(Node::start(settings, index, &base, Some(&bootnode))?);
+		self.nodes.push(Node::start(settings, index, &base, bootnode.as_deref(), extra)?);
 		Ok(&self.nodes[index])
-	}
-
-	/// Peers each node should see: its neighbours in the line.
-	fn expected_peers(&self) -> Vec<u64> {
-		let count = self.nodes.len();
-		(0..count).map(|k| u64::from(k > 0) + u64::from(k + 1 < count)).collect()
 	}
 
 	/// Peers each node sees now (`None` where the metric is missing).
@@ -300,11 +345,11 @@ impl Line {
 		self.nodes.iter().map(|node| Ok(node.metric(PEERS_METRIC)?.map(|n| n as u64))).collect()
 	}
 
-	/// Wait until every node sees at least its neighbours, or fail after [`PEER_TIMEOUT`]
-	/// saying which did not and what their logs end with.
+	/// Wait until every node sees at least the peers expected of it, or fail after its
+	/// timeout saying which did not and what their logs end with.
 	fn await_peers(&self) -> Result<(), String> {
-		let expected = self.expected_peers();
-		let deadline = Instant::now() + PEER_TIMEOUT;
+		let expected = &self.expected;
+		let deadline = Instant::now() + self.timeout;
 		loop {
 			let seen = self.peers()?;
 			let short: Vec<usize> = (0..seen.len())
@@ -314,7 +359,7 @@ impl Line {
 				return Ok(());
 			}
 			if Instant::now() > deadline {
-				return Err(self.peer_failure(&seen, &expected, &short));
+				return Err(self.peer_failure(&seen, expected, &short));
 			}
 			std::thread::sleep(Duration::from_millis(100));
 		}
@@ -324,8 +369,9 @@ impl Line {
 		let shown: Vec<String> =
 			seen.iter().map(|peers| peers.map_or("-".into(), |n| n.to_string())).collect();
 		let mut message = format!(
-			"the nodes did not connect within {PEER_TIMEOUT:?}: {PEERS_METRIC} per node is [{}], \
+			"the nodes did not connect within {:?}: {PEERS_METRIC} per node is [{}], \
 			 expected at least [{}] ('-': not exported)",
+			self.timeout,
 			shown.join(", "),
 			expected.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
 		);

@@ -1,13 +1,14 @@
 //! The scenarios, each run once per propagation mode on fresh nodes, each printing a Markdown
-//! table: latency over a line of nodes, the highest rate carried with no loss, and the initial
-//! sync of a node that joins a full one.
+//! table: latency over a line of nodes and over a mesh the nodes found themselves, the highest
+//! rate carried with no loss, the initial sync of a node that joins a full one, and what a
+//! light node receives against what it asked for.
 
 use crate::{
 	node::{
-		metric_value, rss_kib, Line, NodeSettings, Propagation, RssPeak, PEERS_METRIC,
+		metric_value, rss_kib, NodeSettings, Nodes, Propagation, RssPeak, PEERS_METRIC,
 		PEER_TIMEOUT, STATEMENTS_METRIC,
 	},
-	traffic::{deliver, submit, Delivery, Pool},
+	traffic::{bench_topic, deliver, submit, Delivery, Pool},
 };
 use statement_store_benches::latency::Latency;
 use std::time::{Duration, Instant};
@@ -38,6 +39,10 @@ pub struct Plan {
 	pub drain: Duration,
 	/// Longest the sync scenario waits for the new node to hold every statement.
 	pub sync_timeout: Duration,
+	/// Nodes in the mesh scenario.
+	pub mesh_nodes: usize,
+	/// Statements the light scenario submits, over [`LIGHT_TOPICS`] topics.
+	pub light_statements: usize,
 }
 
 impl Plan {
@@ -79,11 +84,11 @@ fn latency_run(
 		"{nodes} nodes, {} propagation: {count} statements at {rate}/s ...",
 		settings.propagation.flag()
 	);
-	let line = Line::start(settings, nodes)?;
+	let line = Nodes::line(settings, nodes)?;
 	let peers = line.peers()?;
 	std::thread::sleep(SETTLE);
 	let (from, to) = (line.first().rpc_port, line.last().rpc_port);
-	let delivery = runtime.block_on(deliver(from, to, pool, count, rate, drain))?;
+	let delivery = runtime.block_on(deliver(from, &[to], pool, count, rate, drain))?;
 	let held_by_last = line.last().metric(STATEMENTS_METRIC)?.map(|n| n as u64);
 	Ok(LatencyRun { propagation: settings.propagation, peers, delivery, held_by_last })
 }
@@ -248,7 +253,7 @@ fn sync_run(
 		"sync, {} propagation: filling node A with {count} statements ...",
 		settings.propagation.flag()
 	);
-	let mut line = Line::start(settings, 1)?;
+	let mut line = Nodes::line(settings, 1)?;
 	let fill_started = Instant::now();
 	let filled = runtime.block_on(submit(line.first().rpc_port, pool, count, None))?;
 	let fill = fill_started.elapsed();
@@ -264,7 +269,7 @@ fn sync_run(
 	let peak = RssPeak::start(pid);
 	eprintln!("sync: starting node B ...");
 	let started = Instant::now();
-	let joined = line.join(settings, 0)?;
+	let joined = line.join(settings, 0, &[])?;
 	let mut connected_after = None;
 	loop {
 		let metrics = joined.metrics()?;
@@ -345,6 +350,239 @@ pub fn sync(
 			reference.rss_peak_kib.saturating_sub(reference.rss_before_kib) as f64
 				/ ours.rss_peak_kib.saturating_sub(ours.rss_before_kib).max(1) as f64,
 		);
+	}
+	Ok(())
+}
+
+/// Topics the light scenario's statements are spread over; the light node wants one.
+pub const LIGHT_TOPICS: usize = 10;
+
+/// Metrics the mesh and light scenarios read.
+const PROPAGATED: &str = "substrate_sync_propagated_statements";
+const KNOWN_RECEIVED: &str = "substrate_sync_known_statement_received";
+const BYTES_RECEIVED: &str = "substrate_sync_statement_bytes_received_total";
+const RECEIVED: &str = "substrate_sync_statements_received";
+
+/// A metric summed over `nodes` (missing counts as 0).
+fn total(nodes: &Nodes, name: &str) -> Result<f64, String> {
+	let mut sum = 0.0;
+	for node in &nodes.nodes {
+		sum += node.metric(name)?.unwrap_or(0.0);
+	}
+	Ok(sum)
+}
+
+/// One run over a mesh.
+struct MeshRun {
+	propagation: Propagation,
+	peers: Vec<Option<u64>>,
+	delivery: Delivery,
+	/// Statements sent to peers, over statements admitted times the other nodes.
+	sends_per_delivery: f64,
+	/// Received statements the receiver already had, per statement admitted.
+	known_per_statement: f64,
+	/// Nodes holding every admitted statement at the end.
+	holding_all: usize,
+}
+
+fn mesh_run(
+	settings: &NodeSettings,
+	runtime: &Runtime,
+	pool: &Pool,
+	plan: &Plan,
+) -> Result<MeshRun, String> {
+	let count = plan.latency_statements();
+	let n = plan.mesh_nodes;
+	eprintln!(
+		"mesh of {n}, {} propagation: starting, each knowing the first ...",
+		settings.propagation.flag()
+	);
+	let nodes = Nodes::mesh(settings, n)?;
+	let peers = nodes.peers()?;
+	std::thread::sleep(SETTLE);
+	let (sent_before, known_before) = (total(&nodes, PROPAGATED)?, total(&nodes, KNOWN_RECEIVED)?);
+	// Submitted to the second node; read on five others spread over the mesh.
+	let from = nodes.nodes[1].rpc_port;
+	let mut watched: Vec<usize> = vec![0, n / 4, n / 2, 3 * n / 4, n - 1];
+	watched.retain(|k| *k != 1);
+	watched.dedup();
+	let to: Vec<u16> = watched.iter().map(|k| nodes.nodes[*k].rpc_port).collect();
+	eprintln!(
+		"mesh of {n}: {count} statements at {}/s into node 1, read on nodes {watched:?} ...",
+		plan.rate
+	);
+	let delivery = runtime.block_on(deliver(from, &to, pool, count, plan.rate, plan.drain))?;
+	// Gossip goes on after the watched nodes have everything: let it finish before counting.
+	std::thread::sleep(Duration::from_secs(2));
+	let accepted = delivery.accepted.max(1) as f64;
+	let sent = total(&nodes, PROPAGATED)? - sent_before;
+	let known = total(&nodes, KNOWN_RECEIVED)? - known_before;
+	let mut holding_all = 0;
+	for node in &nodes.nodes {
+		if node.metric(STATEMENTS_METRIC)?.unwrap_or(0.0) >= delivery.accepted as f64 {
+			holding_all += 1;
+		}
+	}
+	Ok(MeshRun {
+		propagation: settings.propagation,
+		peers,
+		delivery,
+		sends_per_delivery: sent / (accepted * (n - 1) as f64),
+		known_per_statement: known / accepted,
+		holding_all,
+	})
+}
+
+/// Latency over a mesh of nodes that found each other from one boot node, once per mode.
+pub fn mesh(
+	modes: &[NodeSettings],
+	runtime: &Runtime,
+	pool: &Pool,
+	plan: &Plan,
+) -> Result<(), String> {
+	let mut runs = Vec::new();
+	for settings in modes {
+		runs.push(mesh_run(settings, runtime, pool, plan)?);
+	}
+	let n = plan.mesh_nodes;
+	println!(
+		"\n### mesh{n}: {n} nodes that know only the first, {} /s for {} s into one\n",
+		plan.rate, plan.seconds
+	);
+	println!(
+		"| propagation | peers min/mean/max | submitted/s | accepted | reached 5 watched | lost | p50 \
+		 | p90 | p99 | max | sends per delivery | duplicates received per statement | nodes holding all |"
+	);
+	println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+	for run in &runs {
+		let delivery = &run.delivery;
+		let seen: Vec<u64> = run.peers.iter().flatten().copied().collect();
+		let mean = seen.iter().sum::<u64>() as f64 / seen.len().max(1) as f64;
+		println!(
+			"| {} | {}/{mean:.1}/{} | {:.0} | {} | {} | {} | {} | {:.2} | {:.2} | {}/{n} |",
+			run.propagation.flag(),
+			seen.iter().min().unwrap_or(&0),
+			seen.iter().max().unwrap_or(&0),
+			delivery.submit_rate,
+			delivery.accepted,
+			delivery.delivered,
+			delivery.lost(),
+			latency_cells(delivery.latency, true),
+			run.sends_per_delivery,
+			run.known_per_statement,
+			run.holding_all,
+		);
+	}
+	print_notes(runs.iter().map(|run| (run.propagation, &run.delivery)));
+	if let [ours, reference] = &runs[..] {
+		if let (Some(ours), Some(reference)) = (ours.delivery.latency, reference.delivery.latency) {
+			println!("\nreference / immediate: {}", ratio_text(reference, ours));
+		}
+	}
+	Ok(())
+}
+
+/// What one node received in the light scenario.
+struct Intake {
+	statements: f64,
+	bytes: f64,
+}
+
+fn intake(node: &crate::node::Node) -> Result<Intake, String> {
+	let metrics = node.metrics()?;
+	Ok(Intake {
+		statements: metric_value(&metrics, RECEIVED).unwrap_or(0.0),
+		bytes: metric_value(&metrics, BYTES_RECEIVED).unwrap_or(0.0),
+	})
+}
+
+/// Wait until `node` holds `count` statements, or fail after `within`.
+fn await_held(node: &crate::node::Node, count: usize, within: Duration) -> Result<(), String> {
+	let deadline = Instant::now() + within;
+	loop {
+		let held = node.metric(STATEMENTS_METRIC)?.unwrap_or(0.0);
+		if held >= count as f64 {
+			return Ok(());
+		}
+		if Instant::now() > deadline {
+			return Err(format!(
+				"node {} holds {held} of {count} statements after {within:?}; its log:\n{}",
+				node.index,
+				node.log_tail()
+			));
+		}
+		std::thread::sleep(SYNC_POLL);
+	}
+}
+
+fn light_run(
+	settings: &NodeSettings,
+	runtime: &Runtime,
+	pool: &Pool,
+	plan: &Plan,
+) -> Result<(Intake, Intake), String> {
+	let count = plan.light_statements;
+	let half = count / 2;
+	eprintln!(
+		"light, {} propagation: {count} statements over {LIGHT_TOPICS} topics ...",
+		settings.propagation.flag()
+	);
+	// A alone takes the submits; the full observer F and the light node L each peer with A only.
+	let mut nodes = Nodes::line(settings, 1)?;
+	let alone = ["--no-discovery".to_string()];
+	nodes.join(settings, 0, &alone)?;
+	let rpc = nodes.first().rpc_port;
+	runtime.block_on(submit(rpc, pool, half, Some(plan.rate)))?;
+	await_held(&nodes.nodes[1], half, plan.sync_timeout)?;
+	let wanted = format!("0x{}", hex::encode(bench_topic(0).0));
+	let light = [alone[0].clone(), "--statement-topics".into(), wanted];
+	nodes.join(settings, 0, &light)?;
+	// Its initial sync: the first half's statements on its topic.
+	await_held(&nodes.nodes[2], pool.on_topic(0, half).0, plan.sync_timeout)?;
+	let tail = pool.range(half, count);
+	runtime.block_on(submit(rpc, &tail, count - half, Some(plan.rate)))?;
+	await_held(&nodes.nodes[1], count, plan.sync_timeout)?;
+	await_held(&nodes.nodes[2], pool.on_topic(0, count).0, plan.sync_timeout)?;
+	std::thread::sleep(Duration::from_secs(1));
+	Ok((intake(&nodes.nodes[1])?, intake(&nodes.nodes[2])?))
+}
+
+/// A light node wanting one topic in ten and a full node, each peering with the node that
+/// takes the submits: what each receives against what it wanted; once per mode.
+pub fn light(
+	modes: &[NodeSettings],
+	runtime: &Runtime,
+	pool: &Pool,
+	plan: &Plan,
+) -> Result<(), String> {
+	let count = plan.light_statements;
+	let (all_statements, all_bytes) = (0..LIGHT_TOPICS)
+		.map(|k| pool.on_topic(k, count))
+		.fold((0, 0), |(n, b), (tn, tb)| (n + tn, b + tb));
+	let (wanted_statements, wanted_bytes) = pool.on_topic(0, count);
+	println!(
+		"\n### light: {count} statements over {LIGHT_TOPICS} topics, half before the light node \
+		 joins (initial sync), half after\n"
+	);
+	println!(
+		"| propagation | node | wants | statements received | bytes received | statements \
+		 wanted | bytes of them | received / wanted bytes |"
+	);
+	println!("|---|---|---|---|---|---|---|---|");
+	for settings in modes {
+		let (full, light) = light_run(settings, runtime, pool, plan)?;
+		for (node, wants, intake, statements, bytes) in [
+			("full", "everything", full, all_statements, all_bytes),
+			("light", "1 topic of 10", light, wanted_statements, wanted_bytes),
+		] {
+			println!(
+				"| {} | {node} | {wants} | {:.0} | {:.0} | {statements} | {bytes} | {:.3}x |",
+				settings.propagation.flag(),
+				intake.statements,
+				intake.bytes,
+				intake.bytes / bytes.max(1) as f64,
+			);
+		}
 	}
 	Ok(())
 }

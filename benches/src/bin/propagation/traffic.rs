@@ -51,17 +51,27 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Notifications the WebSocket client may buffer before it gives up on the subscription.
 const SUBSCRIBER_BUFFER: usize = 1 << 16;
 
-/// The bench's only topic: the subscriber matches exactly it.
-fn bench_topic() -> Topic {
-	topic(0x0b0b_0001)
+/// The bench's `k`th topic; the subscribers match the first.
+pub fn bench_topic(k: usize) -> Topic {
+	topic(0x0b0b_0001 + k as u32)
 }
 
-/// Statements signed once, `0x`-hex encoded, the `seq`-th carrying `seq`.
-pub struct Pool(Arc<Vec<String>>);
+/// Statements signed once, `0x`-hex encoded, the `seq`-th carrying `seq` and topic
+/// `seq % topics`.
+pub struct Pool {
+	signed: Arc<Vec<String>>,
+	topics: usize,
+}
 
 impl Pool {
-	/// Sign `count` statements on every core.
+	/// Sign `count` statements on the first topic.
 	pub fn sign(count: usize) -> Result<Pool, String> {
+		Pool::sign_on(count, 1)
+	}
+
+	/// Sign `count` statements spread over `topics` topics, on every core.
+	pub fn sign_on(count: usize, topics: usize) -> Result<Pool, String> {
+		let topics = topics.max(1);
 		if count.div_ceil(DEV_ACCOUNTS.len()) > DEV_ALLOWANCE {
 			return Err(format!(
 				"{count} statements exceed the dev accounts' allowances ({} x {DEV_ALLOWANCE}); \
@@ -85,26 +95,41 @@ impl Pool {
 				scope.spawn(move || {
 					for (offset, slot) in slots.iter_mut().enumerate() {
 						let seq = (chunk * per_thread + offset) as u32;
-						*slot = signed_statement(seq, expiry, &pairs[seq as usize % pairs.len()]);
+						let pair = &pairs[seq as usize % pairs.len()];
+						*slot =
+							signed_statement(seq, expiry, pair, bench_topic(seq as usize % topics));
 					}
 				});
 			}
 		});
-		Ok(Pool(Arc::new(signed)))
+		Ok(Pool { signed: Arc::new(signed), topics })
 	}
 
 	/// Statements in the pool.
 	pub fn len(&self) -> usize {
-		self.0.len()
+		self.signed.len()
+	}
+
+	/// Statements `from..to` as a pool of their own (their data keeps their numbers).
+	pub fn range(&self, from: usize, to: usize) -> Pool {
+		let to = to.min(self.len());
+		let signed = self.signed[from.min(to)..to].to_vec();
+		Pool { signed: Arc::new(signed), topics: self.topics }
+	}
+
+	/// Statements `0..count` on topic `k`, and their encoded bytes.
+	pub fn on_topic(&self, k: usize, count: usize) -> (usize, usize) {
+		let mine = (0..count.min(self.len())).filter(|seq| seq % self.topics == k);
+		mine.fold((0, 0), |(n, bytes), seq| (n + 1, bytes + (self.signed[seq].len() - 2) / 2))
 	}
 }
 
-/// Statement `seq` as `0x`-hex: the bench topic, `seq` in the data and as the expiry's
-/// sequence (so each account's statements have distinct priorities).
-fn signed_statement(seq: u32, expiry: u32, pair: &sr25519::Pair) -> String {
+/// Statement `seq` as `0x`-hex: the topic, `seq` in the data and as the expiry's sequence
+/// (so each account's statements have distinct priorities).
+fn signed_statement(seq: u32, expiry: u32, pair: &sr25519::Pair, topic: Topic) -> String {
 	let mut statement = Statement::new();
 	statement.set_expiry_from_parts(expiry, seq);
-	statement.set_topic(0, bench_topic());
+	statement.set_topic(0, topic);
 	let mut data = vec![0u8; DATA_BYTES];
 	data[..4].copy_from_slice(&seq.to_le_bytes());
 	statement.set_plain_data(data);
@@ -184,7 +209,7 @@ pub async fn submit(
 			.map_err(|err| format!("cannot build an HTTP client: {err}"))?;
 		let mine: Vec<u32> = (worker..count).step_by(SUBMITTERS).map(|seq| seq as u32).collect();
 		let pace = rate.map(|rate| Pace { origin, rate });
-		workers.push(tokio::spawn(submit_share(client, pool.0.clone(), mine, pace)));
+		workers.push(tokio::spawn(submit_share(client, pool.signed.clone(), mine, pace)));
 	}
 	let mut submissions = Submissions {
 		at: vec![None; count],
@@ -277,7 +302,7 @@ impl Subscriber {
 			.build(format!("ws://127.0.0.1:{port}"))
 			.await
 			.map_err(|err| format!("cannot open a WebSocket to port {port}: {err}"))?;
-		let filter = json!({ "matchAll": [format!("0x{}", hex::encode(bench_topic().0))] });
+		let filter = json!({ "matchAll": [format!("0x{}", hex::encode(bench_topic(0).0))] });
 		let subscription = client
 			.subscribe::<Value, _>(
 				"statement_subscribeStatement",
@@ -356,42 +381,58 @@ pub struct Delivery {
 	pub first_refusal: Option<String>,
 	/// Submits a second actually achieved.
 	pub submit_rate: f64,
-	/// Admitted statements the subscriber read.
+	/// Admitted statements every subscriber read.
 	pub delivered: usize,
-	/// From submit to notification, over the delivered statements.
+	/// From submit to the last subscriber's notification, over the delivered statements.
 	pub latency: Option<Latency>,
-	/// Why the subscription ended early, if it did.
+	/// Why a subscription ended early, if one did.
 	pub subscription_ended: Option<String>,
 }
 
 impl Delivery {
-	/// Admitted statements the subscriber never read.
+	/// Admitted statements some subscriber never read.
 	pub fn lost(&self) -> usize {
 		self.accepted - self.delivered
 	}
 }
 
-/// Subscribe on `to`, submit `count` statements to `from` at `rate`, then wait up to `drain`
-/// after the last answer for the subscriber to read every admitted statement.
+/// Subscribe on every node of `to`, submit `count` statements to `from` at `rate`, then wait
+/// up to `drain` after the last answer for every subscriber to read every admitted statement.
+/// A statement's latency runs to the last subscriber that read it.
 pub async fn deliver(
 	from: u16,
-	to: u16,
+	to: &[u16],
 	pool: &Pool,
 	count: usize,
 	rate: f64,
 	drain: Duration,
 ) -> Result<Delivery, String> {
-	let subscriber = Subscriber::open(to, count).await?;
+	let mut subscribers = Vec::with_capacity(to.len());
+	for port in to {
+		subscribers.push(Subscriber::open(*port, count).await?);
+	}
 	let submissions = submit(from, pool, count, Some(rate)).await?;
 	let accepted = submissions.accepted_count();
 	let deadline = Instant::now() + drain;
-	while subscriber.delivered() < accepted && !subscriber.ended() && Instant::now() < deadline {
+	let behind = |subscribers: &[Subscriber]| {
+		subscribers
+			.iter()
+			.any(|subscriber| subscriber.delivered() < accepted && !subscriber.ended())
+	};
+	while behind(&subscribers) && Instant::now() < deadline {
 		tokio::time::sleep(Duration::from_millis(10)).await;
 	}
-	let received = subscriber.close().await?;
+	let mut received = Vec::with_capacity(subscribers.len());
+	for subscriber in subscribers {
+		received.push(subscriber.close().await?);
+	}
 	let latencies: Vec<Duration> = (0..submissions.at.len())
 		.filter(|seq| submissions.accepted[*seq])
-		.filter_map(|seq| Some(received.at[seq]?.saturating_duration_since(submissions.at[seq]?)))
+		.filter_map(|seq| {
+			let last = received.iter().map(|read| read.at[seq]).collect::<Option<Vec<_>>>()?;
+			let last = last.into_iter().max()?;
+			Some(last.saturating_duration_since(submissions.at[seq]?))
+		})
 		.collect();
 	Ok(Delivery {
 		submitted: submissions.at.iter().flatten().count(),
@@ -400,7 +441,7 @@ pub async fn deliver(
 		submit_rate: submissions.rate(),
 		delivered: latencies.len(),
 		latency: Latency::of(latencies),
-		subscription_ended: received.ended,
+		subscription_ended: received.into_iter().find_map(|read| read.ended),
 	})
 }
 
@@ -411,7 +452,8 @@ mod tests {
 	#[test]
 	fn a_signed_statement_gives_back_its_sequence_number() {
 		let pair = sr25519::Pair::from_string("//Alice", None).unwrap();
-		assert_eq!(sequence_of(&signed_statement(4242, u32::MAX - 1, &pair)), Some(4242));
+		let signed = signed_statement(4242, u32::MAX - 1, &pair, bench_topic(0));
+		assert_eq!(sequence_of(&signed), Some(4242));
 		assert_eq!(sequence_of("0xzz"), None);
 	}
 }
