@@ -45,8 +45,13 @@ pub type Time = Duration;
 /// Log target.
 pub(crate) const LOG: &str = "statement-gossip";
 
-/// How long the peers a statement came from are remembered, for it not to be sent back.
-const SOURCES_KEPT: Duration = Duration::from_secs(60);
+/// How long the peers a statement came from are remembered, for it not to be sent back: longer
+/// than a statement waits in an outbox (the coalescing window, or the reference's tick, and
+/// a send).
+const SOURCES_KEPT: Duration = Duration::from_secs(5);
+
+/// Most peers remembered as sources of one statement.
+const MAX_SOURCES: usize = 32;
 
 /// How often bans expire and forgotten sources are purged.
 const HOUSEKEEPING: Duration = Duration::from_secs(2);
@@ -265,7 +270,8 @@ pub struct Core<P> {
 	metrics: Arc<Metrics>,
 	peers: BTreeMap<P, Peer>,
 	bans: BTreeMap<P, Time>,
-	/// Peers each recently received statement came from, and when it first came.
+	/// Peers each recently received statement came from (also those that sent it again once
+	/// it was stored), and when it first came: none of them is sent it.
 	sources: HashMap<Hash, (Vec<P>, Time)>,
 	/// Statements handed over for validation.
 	pending: HashSet<Hash>,
@@ -503,6 +509,15 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 			}
 		}
 		self.expire_held(now);
+		// A sync whose pause is over is simply due; it no longer asks for a wake-up (it may
+		// wait for room under the in-flight caps, which a finished send makes).
+		for peer in self.peers.values_mut() {
+			if let Some(sync) = peer.sync.as_mut() {
+				if sync.retry_at.is_some_and(|at| at <= now) {
+					sync.retry_at = None;
+				}
+			}
+		}
 		if self.next_housekeeping <= now {
 			self.next_housekeeping = now + HOUSEKEEPING;
 			self.bans.retain(|_, until| *until > now);

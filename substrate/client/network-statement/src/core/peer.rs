@@ -12,6 +12,7 @@ use std::{collections::VecDeque, sync::Arc};
 /// A statement to propagate, shared by every outbox it waits in.
 #[derive(Debug)]
 pub(super) struct Item {
+	pub hash: statement_primitives::Hash,
 	pub encoding: Encoded,
 	/// Unix seconds after which it is not sent.
 	pub expires: u64,

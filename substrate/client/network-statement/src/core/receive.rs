@@ -1,7 +1,7 @@
 //! Receiving: notifications decoded and rate-limited, known statements skipped, the rest handed
 //! over for validation (held back while the queue is full), filters taken, standing kept.
 
-use super::{Action, Core, Held, Time, LOG, VALIDATION_WAIT};
+use super::{Action, Core, Held, Time, LOG, MAX_SOURCES, VALIDATION_WAIT};
 use crate::wire::{self, Message};
 use statement_primitives::{hash_encoded, Hash, SubmitResult};
 use std::sync::Arc;
@@ -60,13 +60,14 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		}
 		for (statement, encoding) in statements {
 			let hash = hash_encoded(&encoding);
+			let sources = self.sources.entry(hash).or_insert_with(|| (Vec::new(), now));
+			if !sources.0.contains(&id) && sources.0.len() < MAX_SOURCES {
+				sources.0.push(id);
+			}
 			if self.store.has_statement(&hash) {
+				// It may still wait in this peer's outbox: it is not sent back (see send_live).
 				self.metrics.known_received.add(1);
 				continue;
-			}
-			let sources = self.sources.entry(hash).or_insert_with(|| (Vec::new(), now));
-			if !sources.0.contains(&id) {
-				sources.0.push(id);
 			}
 			if self.pending.contains(&hash) {
 				continue;
@@ -132,8 +133,8 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 			}
 			_ => 0,
 		};
-		if !matches!(result, SubmitResult::New) {
-			// Only admitted statements are propagated, so only they need their sources.
+		if !matches!(result, SubmitResult::New | SubmitResult::Known) {
+			// Only stored statements are propagated, so only they need their sources.
 			self.sources.remove(&hash);
 		}
 		self.change_standing(now, id, change, "invalid statements");

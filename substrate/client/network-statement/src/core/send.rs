@@ -12,7 +12,7 @@ use crate::{
 	Propagation, INITIAL_SYNC_RESERVED_BYTES, MAX_IN_FLIGHT_BYTES, SEND_TIMEOUT,
 };
 use codec::Decode;
-use statement_primitives::{hash_encoded, Encoded, Statement, StatementsPage};
+use statement_primitives::{hash_encoded, Encoded, Hash, Statement, StatementsPage};
 use std::{
 	collections::VecDeque,
 	sync::Arc,
@@ -26,22 +26,24 @@ fn unix_now() -> u64 {
 }
 
 /// What a statement needs for propagation, from its encoding.
-pub(super) fn item(encoding: Encoded) -> Item {
+pub(super) fn item(hash: Hash, encoding: Encoded) -> Item {
 	let (expires, topics) = match Statement::decode(&mut &encoding[..]) {
 		Ok(statement) => {
 			(u64::from(statement.expiration_timestamp_secs()), statement.topics().to_vec())
 		}
 		Err(_) => (0, Vec::new()),
 	};
-	Item { encoding, expires, topics }
+	Item { hash, encoding, expires, topics }
 }
 
 impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core<P> {
 	pub(super) fn on_admitted(&mut self, now: Time, admitted: Vec<Encoded>) {
 		for encoding in admitted {
 			let hash = hash_encoded(&encoding);
-			let item = Arc::new(item(encoding));
-			let sources = self.sources.remove(&hash).map(|(peers, _)| peers).unwrap_or_default();
+			let item = Arc::new(item(hash, encoding));
+			// Kept after admission: a peer that sends it again meanwhile joins them.
+			let sources =
+				self.sources.get(&hash).map(|(peers, _)| peers.clone()).unwrap_or_default();
 			match self.config.propagation {
 				Propagation::Immediate(_) => self.queue(item, &sources),
 				Propagation::Reference => self.recent.push((item, sources)),
@@ -303,8 +305,11 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		let mut chunk: Vec<Arc<Item>> = Vec::new();
 		let mut bytes = envelope;
 		while let Some(item) = peer.outbox.front() {
-			// A filter set after it was queued may no longer want it.
-			if item.expires <= unix || !peer.wants.accepts(&item.topics) {
+			// A filter set after it was queued may no longer want it, and the peer may have
+			// sent it to us since.
+			let sent_us =
+				self.sources.get(&item.hash).is_some_and(|(peers, _)| peers.contains(&id));
+			if item.expires <= unix || !peer.wants.accepts(&item.topics) || sent_us {
 				peer.outbox.pop_front();
 				continue;
 			}

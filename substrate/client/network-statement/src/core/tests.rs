@@ -347,3 +347,45 @@ fn reference_propagation_waits_for_the_tick() {
 	let ticked = h.advance(S);
 	assert_eq!(sent_to(&h.settle(ticked), 1), vec![statement(1, &[A])]);
 }
+
+#[test]
+fn a_failed_store_read_pauses_the_sync_then_resumes_from_its_cursor() {
+	let mut h = Harness::new(CoreConfig::default());
+	h.store.add(statement(1, &[A]));
+	let opened = h.open(1, Version::V2, Role::Full);
+	let [Action::Read { id, .. }] = opened[..] else { panic!("{opened:?}") };
+	let failed = h.event(Event::Page { peer: 1, id, page: Err("disk on fire".into()) });
+	assert!(failed.is_empty(), "read again at once: {failed:?}");
+	assert_eq!(h.core.next_wakeup(), h.now + READ_RETRY);
+	let retried = h.advance(READ_RETRY);
+	assert!(
+		matches!(retried[..], [Action::Read { peer: 1, after: 0, upto: 1, .. }]),
+		"{retried:?}"
+	);
+	// Past the pause, the core asks for no wake-up in the past (it would spin its driver).
+	assert!(h.core.next_wakeup() > h.now);
+	assert_eq!(sent_to(&h.settle(retried), 1), vec![statement(1, &[A])]);
+}
+
+#[test]
+fn a_statement_a_peer_sends_us_while_it_waits_in_that_peers_outbox_is_not_sent_back() {
+	let mut h = Harness::new(CoreConfig::default());
+	for peer in [1, 2, 3] {
+		let opened = h.open(peer, Version::V2, Role::Full);
+		h.settle(opened);
+	}
+	let s = statement(1, &[A]);
+	let bytes = v2::encode_statements([&s[..]].into_iter());
+	let actions = h.event(Event::Notification { peer: 1, bytes: bytes.clone() });
+	let [Action::Validate { hash, .. }] = actions[..] else { panic!("{actions:?}") };
+	h.event(Event::Verdict { peer: 1, hash, result: SubmitResult::New });
+	h.store.add(s.clone());
+	h.event(Event::Admitted(vec![Encoded::from(&s[..])]));
+	// Within the coalescing window, peer 2 forwards it to us too.
+	h.event(Event::Notification { peer: 2, bytes });
+	assert_eq!(h.metrics.known_received.get(), 1);
+	let flushed = h.advance(50 * MS);
+	let sent = h.settle(flushed);
+	assert_eq!(sent_to(&sent, 3), vec![s]);
+	assert!(sent_to(&sent, 1).is_empty() && sent_to(&sent, 2).is_empty(), "{sent:?}");
+}
