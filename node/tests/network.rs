@@ -38,6 +38,7 @@ async fn a_statement_submitted_to_one_node_is_served_by_its_peer() {
 	}
 	let peers = call(&bob, "system_peers").await;
 	assert_eq!(peers[0]["peerId"], json!(ALICE_PEER), "{peers}");
+	assert_eq!(peers[0]["roles"], json!("FULL"), "{peers}");
 	// No blocks but genesis: every peer's best block is the genesis block.
 	assert_eq!(peers[0]["bestHash"], call(&bob, "chain_getBlockHash").await, "{peers}");
 	assert_eq!(call(&bob, "system_health").await["shouldHavePeers"], json!(true));
@@ -68,4 +69,27 @@ async fn a_statement_submitted_to_one_node_is_served_by_its_peer() {
 		assert!(Instant::now() < deadline, "bob never served alice's statement: {found}");
 		tokio::time::sleep(Duration::from_millis(20)).await;
 	}
+}
+
+#[tokio::test]
+async fn a_light_node_is_reported_light_by_its_peer() {
+	let alice = Node::start(&["--dev", "--no-prometheus", "--node-key", ALICE_KEY]);
+	let address =
+		call(&alice, "system_localListenAddresses").await[0].as_str().unwrap().to_string();
+	let light = Node::start(&[
+		"--dev",
+		"--no-prometheus",
+		"--bootnodes",
+		&address,
+		"--statement-topics",
+		"gossip",
+	]);
+	let deadline = Instant::now() + Duration::from_secs(20);
+	while call(&alice, "system_health").await["peers"] != json!(1) {
+		assert!(Instant::now() < deadline, "the light node never connected to alice");
+		tokio::time::sleep(Duration::from_millis(50)).await;
+	}
+	let peers = call(&alice, "system_peers").await;
+	assert_eq!(peers[0]["roles"], json!("LIGHT"), "{peers}");
+	assert_eq!(peers[0]["peerId"], call(&light, "system_localPeerId").await, "{peers}");
 }
