@@ -412,6 +412,19 @@ pub fn rss_kib(pid: u32) -> u64 {
 		.unwrap_or(0)
 }
 
+/// CPU time `pid` has used (user and system), from `/proc/<pid>/stat` (zero if it cannot be
+/// read). The kernel counts it in ticks of 1/100 s on Linux's usual `CLK_TCK`.
+pub fn cpu_time(pid: u32) -> Duration {
+	let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+	// The command name may hold spaces; the fields after its closing parenthesis do not.
+	let fields: Vec<&str> =
+		stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+	// utime and stime are the 14th and 15th fields, the 12th and 13th after the name.
+	let ticks = |index: usize| fields.get(index).and_then(|value| value.parse::<u64>().ok());
+	let total = ticks(11).unwrap_or(0) + ticks(12).unwrap_or(0);
+	Duration::from_millis(total * 10)
+}
+
 /// The highest `VmRSS` of a process, sampled every [`RSS_PERIOD`] on a thread of its own.
 pub struct RssPeak {
 	peak: Arc<AtomicU64>,
@@ -470,6 +483,14 @@ mod tests {
 		);
 		assert_eq!(peer_id_in("Local node identity is: "), None);
 		assert_eq!(peer_id_in("Statement store opened with 0 statements"), None);
+	}
+
+	#[test]
+	fn this_process_has_used_some_cpu() {
+		let spin = Instant::now();
+		while spin.elapsed() < Duration::from_millis(50) {}
+		assert!(cpu_time(std::process::id()) >= Duration::from_millis(10));
+		assert_eq!(cpu_time(u32::MAX), Duration::ZERO);
 	}
 
 	#[test]

@@ -5,7 +5,7 @@
 
 use crate::{
 	node::{
-		metric_value, rss_kib, NodeSettings, Nodes, Propagation, RssPeak, PEERS_METRIC,
+		cpu_time, metric_value, rss_kib, NodeSettings, Nodes, Propagation, RssPeak, PEERS_METRIC,
 		PEER_TIMEOUT, STATEMENTS_METRIC,
 	},
 	traffic::{bench_topic, deliver, submit, Delivery, Pool},
@@ -127,12 +127,7 @@ pub fn latency(
 			run.held_by_last.map_or("?".into(), |n| n.to_string()),
 		);
 	}
-	print_notes(runs.iter().map(|run| (run.propagation, &run.delivery)));
-	if let [ours, reference] = &runs[..] {
-		if let (Some(ours), Some(reference)) = (ours.delivery.latency, reference.delivery.latency) {
-			println!("\nreference / immediate: {}", ratio_text(reference, ours));
-		}
-	}
+	print_footer(runs.iter().map(|run| (run.propagation, &run.delivery)).collect());
 	Ok(())
 }
 
@@ -383,6 +378,8 @@ struct MeshRun {
 	known_per_statement: f64,
 	/// Nodes holding every admitted statement at the end.
 	holding_all: usize,
+	/// CPU the nodes used during the load and drain, all together, per statement admitted.
+	cpu_per_statement: Duration,
 }
 
 fn mesh_run(
@@ -401,6 +398,8 @@ fn mesh_run(
 	let peers = nodes.peers()?;
 	std::thread::sleep(SETTLE);
 	let (sent_before, known_before) = (total(&nodes, PROPAGATED)?, total(&nodes, KNOWN_RECEIVED)?);
+	let cpu = || nodes.nodes.iter().map(|node| cpu_time(node.pid())).sum::<Duration>();
+	let cpu_before = cpu();
 	// Submitted to the second node; read on five others spread over the mesh.
 	let from = nodes.nodes[1].rpc_port;
 	let mut watched: Vec<usize> = vec![0, n / 4, n / 2, 3 * n / 4, n - 1];
@@ -415,6 +414,7 @@ fn mesh_run(
 	// Gossip goes on after the watched nodes have everything: let it finish before counting.
 	std::thread::sleep(Duration::from_secs(2));
 	let accepted = delivery.accepted.max(1) as f64;
+	let cpu_per_statement = (cpu() - cpu_before).div_f64(accepted);
 	let sent = total(&nodes, PROPAGATED)? - sent_before;
 	let known = total(&nodes, KNOWN_RECEIVED)? - known_before;
 	let mut holding_all = 0;
@@ -430,6 +430,7 @@ fn mesh_run(
 		sends_per_delivery: sent / (accepted * (n - 1) as f64),
 		known_per_statement: known / accepted,
 		holding_all,
+		cpu_per_statement,
 	})
 }
 
@@ -451,15 +452,16 @@ pub fn mesh(
 	);
 	println!(
 		"| propagation | peers min/mean/max | submitted/s | accepted | reached 5 watched | lost | p50 \
-		 | p90 | p99 | max | sends per delivery | duplicates received per statement | nodes holding all |"
+		 | p90 | p99 | max | sends per delivery | duplicates received per statement | nodes holding all \
+		 | node CPU per statement (all nodes) |"
 	);
-	println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+	println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 	for run in &runs {
 		let delivery = &run.delivery;
 		let seen: Vec<u64> = run.peers.iter().flatten().copied().collect();
 		let mean = seen.iter().sum::<u64>() as f64 / seen.len().max(1) as f64;
 		println!(
-			"| {} | {}/{mean:.1}/{} | {:.0} | {} | {} | {} | {} | {:.2} | {:.2} | {}/{n} |",
+			"| {} | {}/{mean:.1}/{} | {:.0} | {} | {} | {} | {} | {:.2} | {:.2} | {}/{n} | {:.0} us |",
 			run.propagation.flag(),
 			seen.iter().min().unwrap_or(&0),
 			seen.iter().max().unwrap_or(&0),
@@ -471,14 +473,10 @@ pub fn mesh(
 			run.sends_per_delivery,
 			run.known_per_statement,
 			run.holding_all,
+			run.cpu_per_statement.as_secs_f64() * 1e6,
 		);
 	}
-	print_notes(runs.iter().map(|run| (run.propagation, &run.delivery)));
-	if let [ours, reference] = &runs[..] {
-		if let (Some(ours), Some(reference)) = (ours.delivery.latency, reference.delivery.latency) {
-			println!("\nreference / immediate: {}", ratio_text(reference, ours));
-		}
-	}
+	print_footer(runs.iter().map(|run| (run.propagation, &run.delivery)).collect());
 	Ok(())
 }
 
@@ -585,6 +583,16 @@ pub fn light(
 		}
 	}
 	Ok(())
+}
+
+/// The notes on each run, then reference / immediate when both modes ran.
+fn print_footer(runs: Vec<(Propagation, &Delivery)>) {
+	print_notes(runs.iter().copied());
+	if let [(_, ours), (_, reference)] = &runs[..] {
+		if let (Some(ours), Some(reference)) = (ours.latency, reference.latency) {
+			println!("\nreference / immediate: {}", ratio_text(reference, ours));
+		}
+	}
 }
 
 /// `5 (1,2,2,2,1)`: nodes, then the peers each saw when the load started.
