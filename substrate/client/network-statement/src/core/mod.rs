@@ -98,6 +98,9 @@ pub struct CoreConfig {
 	pub validation_queue: usize,
 	/// Statements a peer may keep waiting in its outbox.
 	pub max_outbox: usize,
+	/// Unix seconds when the core's time was zero: expired statements (expiry is in unix
+	/// seconds) are not sent, and the core reads no clock of its own.
+	pub unix_at_start: u64,
 }
 
 impl Default for CoreConfig {
@@ -107,6 +110,7 @@ impl Default for CoreConfig {
 			propagation: Propagation::default(),
 			validation_queue: crate::MAX_PENDING_VALIDATIONS,
 			max_outbox: MAX_OUTBOX,
+			unix_at_start: 0,
 		}
 	}
 }

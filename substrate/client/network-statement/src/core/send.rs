@@ -13,17 +13,7 @@ use crate::{
 };
 use codec::Decode;
 use statement_primitives::{hash_encoded, Encoded, Hash, Statement, StatementsPage};
-use std::{
-	collections::VecDeque,
-	sync::Arc,
-	time::{SystemTime, UNIX_EPOCH},
-};
-
-/// Unix seconds now, against which expiry is checked. Expiry is wall-clock by definition, so
-/// this is the one reading of a clock the core makes.
-fn unix_now() -> u64 {
-	SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs())
-}
+use std::{collections::VecDeque, sync::Arc};
 
 /// What a statement needs for propagation, from its encoding.
 pub(super) fn item(hash: Hash, encoding: Encoded) -> Item {
@@ -181,7 +171,8 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		let had =
 			peer.sync.as_ref().and_then(|sync| sync.ranges.front()).map(|range| range.had.clone());
 		let had = had.unwrap_or(Wants::Nothing);
-		let unix = unix_now();
+		// Expiry is in unix seconds: the driver's clock at the core's start, plus the time since.
+		let unix = self.config.unix_at_start.saturating_add(now.as_secs());
 		let mut chunk: Vec<&[u8]> = Vec::with_capacity(page.statements.len());
 		for (_, encoding) in &page.statements {
 			if !wire::fits_alone(peer.version, encoding.len()) {
@@ -265,7 +256,7 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 			{
 				self.read_sync(id);
 			} else if has_live {
-				self.send_live(id);
+				self.send_live(now, id);
 			}
 		}
 	}
@@ -297,10 +288,11 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		self.actions.push_back(Action::Read { peer: id, id: read, after, upto, max_bytes });
 	}
 
-	fn send_live(&mut self, id: P) {
+	fn send_live(&mut self, now: Time, id: P) {
 		let send = self.next_id();
 		let Some(peer) = self.peers.get_mut(&id) else { return };
-		let unix = unix_now();
+		// Expiry is in unix seconds: the driver's clock at the core's start, plus the time since.
+		let unix = self.config.unix_at_start.saturating_add(now.as_secs());
 		let envelope = peer.version.envelope();
 		let mut chunk: Vec<Arc<Item>> = Vec::new();
 		let mut bytes = envelope;

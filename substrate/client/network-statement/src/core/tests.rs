@@ -389,3 +389,20 @@ fn a_statement_a_peer_sends_us_while_it_waits_in_that_peers_outbox_is_not_sent_b
 	assert_eq!(sent_to(&sent, 3), vec![s]);
 	assert!(sent_to(&sent, 1).is_empty() && sent_to(&sent, 2).is_empty(), "{sent:?}");
 }
+
+#[test]
+fn expired_statements_are_sent_neither_live_nor_by_initial_sync() {
+	let config = CoreConfig { unix_at_start: 2_000, ..CoreConfig::default() };
+	let mut h = Harness::new(config);
+	let mut old = Statement::new();
+	old.set_expiry_from_parts(1_500, 1);
+	old.set_plain_data(b"gone".to_vec());
+	let old = old.encode();
+	let fresh = statement(2, &[A]);
+	h.store.add(old.clone());
+	h.store.add(fresh.clone());
+	let opened = h.open(1, Version::V2, Role::Full);
+	assert_eq!(sent_to(&h.settle(opened), 1), vec![fresh.clone()]);
+	let live = h.admit(&[old, statement(3, &[A])]);
+	assert_eq!(sent_to(&h.settle(live), 1), vec![statement(3, &[A])]);
+}

@@ -192,10 +192,14 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	let validation = validate::start(&store, config.source)?;
 
 	let origin = Instant::now();
+	let unix_at_start = std::time::SystemTime::now()
+		.duration_since(std::time::UNIX_EPOCH)
+		.map_or(0, |since| since.as_secs());
 	let core_config = CoreConfig {
 		rate_limit: config.rate_limit,
 		propagation: config.propagation,
 		validation_queue: config.validation_queue,
+		unix_at_start,
 		..CoreConfig::default()
 	};
 	let view: Arc<dyn crate::core::StoreView> = Arc::new(ViewOf(store.clone()));
