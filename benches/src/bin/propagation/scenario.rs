@@ -313,10 +313,10 @@ pub fn sync(
 	pool: &Pool,
 	plan: &Plan,
 ) -> Result<(), String> {
-	let mut runs = Vec::new();
-	for settings in modes {
-		runs.push(sync_run(settings, runtime, pool, plan)?);
-	}
+	let runs = modes
+		.iter()
+		.map(|settings| sync_run(settings, runtime, pool, plan))
+		.collect::<Result<Vec<_>, _>>()?;
 	println!("\n### sync: a new node joins one holding {} statements\n", plan.sync_statements);
 	println!(
 		"| propagation | statements | fill A | B connected after | B holds all after | \
@@ -441,10 +441,10 @@ pub fn mesh(
 	pool: &Pool,
 	plan: &Plan,
 ) -> Result<(), String> {
-	let mut runs = Vec::new();
-	for settings in modes {
-		runs.push(mesh_run(settings, runtime, pool, plan)?);
-	}
+	let runs = modes
+		.iter()
+		.map(|settings| mesh_run(settings, runtime, pool, plan))
+		.collect::<Result<Vec<_>, _>>()?;
 	let n = plan.mesh_nodes;
 	println!(
 		"\n### mesh{n}: {n} nodes that know only the first, {} /s for {} s into one\n",
