@@ -68,6 +68,7 @@ impl Inner {
 			prefix,
 			ahead: None,
 			second: Vec::new(),
+			tied: Vec::new(),
 		})
 	}
 }
@@ -82,26 +83,39 @@ pub struct AccountWalk<'a> {
 	ahead: Option<(Vec<u8>, Vec<u8>)>,
 	/// What is left of the second being walked, as (expiry, id), highest first.
 	second: Vec<(u64, Id)>,
+	/// Statements of one expiry, read and ordered by hash, highest first: the next ones.
+	tied: Vec<(u64, Hash, Record)>,
 }
 
 impl AccountWalk<'_> {
-	/// The next statement: its expiry, hash and record. A quarantined statement (its body
-	/// damaged, see [`Inner::record`]) is stepped over.
+	/// The next statement: its expiry, hash and record; statements of one expiry in hash order,
+	/// as the reference evicts them. A quarantined statement (its body damaged, see
+	/// [`Inner::record`]) is stepped over.
 	pub fn next(&mut self) -> Result<Option<(u64, Hash, Record)>> {
 		loop {
-			let Some((expiry, id)) = self.second.pop() else {
+			if let Some(next) = self.tied.pop() {
+				return Ok(Some(next));
+			}
+			let Some(&(expiry, _)) = self.second.last() else {
 				if self.next_second()? {
 					continue;
 				}
 				return Ok(None);
 			};
-			match self.inner.record_by_id(id)? {
-				Some((hash, record)) if record.account == self.account => {
-					return Ok(Some((expiry, hash, record)))
+			// Every statement of this expiry (the list is sorted, so they are at its end).
+			let tied = self.second.iter().rev().take_while(|(other, _)| *other == expiry).count();
+			let start = self.second.len() - tied;
+			for (expiry, id) in self.second.split_off(start) {
+				match self.inner.record_by_id(id)? {
+					Some((hash, record)) if record.account == self.account => {
+						self.tied.push((expiry, hash, record))
+					}
+					// Damaged, or (a damaged list) another account's: `check-db` names it.
+					_ => continue,
 				}
-				// Damaged, or (a damaged list) another account's: `check-db` names it.
-				_ => continue,
 			}
+			// Popped from the back: lowest hash last.
+			self.tied.sort_unstable_by_key(|tied| std::cmp::Reverse(tied.1));
 		}
 	}
 

@@ -42,7 +42,8 @@ impl Model {
 			.filter(|(_, e)| &e.account == account)
 			.map(|(h, e)| (*h, e.clone()))
 			.collect();
-		list.sort_by_key(|(_, e)| (e.statement.expiry(), e.id));
+		// Eviction order: expiry, then hash among statements of one expiry (the reference's).
+		list.sort_by_key(|(h, e)| (e.statement.expiry(), *h));
 		list
 	}
 

@@ -161,6 +161,22 @@ fn within_one_expiry_second_eviction_follows_the_sequence_not_the_order_of_arriv
 }
 
 #[test]
+fn statements_of_one_expiry_are_evicted_in_hash_order_as_the_reference_does() {
+	// The reference orders an account's statements by (expiry, hash): of two with the same
+	// expiry, the lower hash goes first, whichever came first.
+	let (_dir, store, _) = store_with(2, 1000, |_| {});
+	let (first, second) = (with_expiry(1, 100, None, b"a"), with_expiry(1, 100, None, b"b"));
+	let (low, high) =
+		if first.hash() < second.hash() { (&first, &second) } else { (&second, &first) };
+	for s in [high, low] {
+		assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+	}
+	assert_eq!(store.submit(with_expiry(1, 200, None, b"c"), LOCAL), SubmitResult::New);
+	assert!(!store.has_statement(&low.hash()), "the lower hash goes first");
+	assert!(store.has_statement(&high.hash()));
+}
+
+#[test]
 fn size_allowance_evicts_as_many_as_needed() {
 	let (_dir, store, _) = store_with(10, 10, |_| {});
 	let a = with_expiry(1, 100, None, b"aaaa");
