@@ -188,7 +188,7 @@ struct Trees {
 struct DbInner {
 	columns: Vec<Column>,
 	options: Options,
-	shutdown: AtomicBool,
+	shutdown: Arc<AtomicBool>,
 	log: Log,
 	commit_queue: Mutex<CommitQueue>,
 	commit_queue_full_cv: Condvar,
@@ -274,7 +274,7 @@ impl DbInner {
 		Ok(DbInner {
 			columns,
 			options,
-			shutdown: AtomicBool::new(false),
+			shutdown: Arc::new(AtomicBool::new(false)),
 			log,
 			commit_queue: Mutex::new(Default::default()),
 			commit_queue_full_cv: Condvar::new(),
@@ -799,6 +799,14 @@ impl DbInner {
 	}
 
 	fn process_commits(&self, db: &Arc<DbInner>) -> Result<bool> {
+		// Records a full disk kept back go first; until they are written nothing newer is.
+		// (statement-store patch)
+		let flushed = self.log.write_unwritten()?;
+		if flushed > 0 {
+			let mut logged_bytes = self.log_queue_wait.work.lock();
+			*logged_bytes += flushed as i64;
+			self.flush_worker_wait.signal();
+		}
 		#[cfg(any(test, feature = "instrumentation"))]
 		let might_wait_because_the_queue_is_full = self.options.with_background_thread;
 		#[cfg(not(any(test, feature = "instrumentation")))]
@@ -951,13 +959,16 @@ impl DbInner {
 			let record_id = writer.record_id();
 			let l = writer.drain();
 
-			let bytes = {
-				let bytes = self.log.end_record(l)?;
+			// A record the disk had no room for stays queued in the log (its data is in the
+			// log overlays already), so the commit is cleaned up either way and the error is
+			// returned after (statement-store patch).
+			let written = self.log.end_record(l);
+			let bytes = *written.as_ref().unwrap_or(&0);
+			if bytes > 0 {
 				let mut logged_bytes = self.log_queue_wait.work.lock();
 				*logged_bytes += bytes as i64;
 				self.flush_worker_wait.signal();
-				bytes
-			};
+			}
 
 			{
 				// Cleanup the commit overlay.
@@ -973,6 +984,7 @@ impl DbInner {
 			if reindex {
 				self.start_reindex(record_id);
 			}
+			written?;
 
 			log::debug!(
 				target: "parity-db",
@@ -1200,54 +1212,13 @@ impl DbInner {
 					reader.reset()?;
 					reader.next()?;
 				}
-				loop {
-					match reader.next()? {
-						LogAction::BeginRecord =>
-							return Err(Error::Corruption("Bad log record".into())),
-						LogAction::EndRecord => break,
-						LogAction::InsertIndex(insertion) => {
-							self.columns[insertion.table.col() as usize]
-								.enact_plan(LogAction::InsertIndex(insertion), &mut reader)?;
-						},
-						LogAction::InsertValue(insertion) => {
-							self.columns[insertion.table.col() as usize]
-								.enact_plan(LogAction::InsertValue(insertion), &mut reader)?;
-						},
-						LogAction::InsertRefCount(insertion) => {
-							self.columns[insertion.table.col() as usize]
-								.enact_plan(LogAction::InsertRefCount(insertion), &mut reader)?;
-						},
-						LogAction::DropTable(id) => {
-							log::debug!(
-								target: "parity-db",
-								"Dropping index {}",
-								id,
-							);
-							match &self.columns[id.col() as usize] {
-								Column::Hash(col) => {
-									col.drop_index(id)?;
-									// Check if there's another reindex on the next iteration
-									self.start_reindex(reader.record_id());
-								},
-								Column::Tree(_) => (),
-							}
-						},
-						LogAction::DropRefCountTable(id) => {
-							log::debug!(
-								target: "parity-db",
-								"Dropping ref count {}",
-								id,
-							);
-							match &self.columns[id.col() as usize] {
-								Column::Hash(col) => {
-									col.drop_ref_count(id)?;
-									// Check if there's another reindex on the next iteration
-									self.start_reindex(reader.record_id());
-								},
-								Column::Tree(_) => (),
-							}
-						},
-					}
+				// A record that fails midway (a table the disk has no room to grow) is read
+				// again from its start next time: applying it is a series of absolute writes,
+				// so applying its first part twice changes nothing. (statement-store patch)
+				let applied = self.enact_record(&mut reader);
+				if let Err(e) = applied {
+					reader.reset()?;
+					return Err(e)
 				}
 				log::debug!(
 					target: "parity-db",
@@ -1265,7 +1236,67 @@ impl DbInner {
 				None
 			}
 		};
+		self.finish_enact(cleared, validation_mode)
+	}
 
+	/// Apply the actions of the record `reader` is in, up to its end.
+	fn enact_record(&self, reader: &mut crate::log::LogReader) -> Result<()> {
+		loop {
+			match reader.next()? {
+				LogAction::BeginRecord => return Err(Error::Corruption("Bad log record".into())),
+				LogAction::EndRecord => return Ok(()),
+				LogAction::InsertIndex(insertion) => {
+					self.columns[insertion.table.col() as usize]
+						.enact_plan(LogAction::InsertIndex(insertion), reader)?;
+				},
+				LogAction::InsertValue(insertion) => {
+					self.columns[insertion.table.col() as usize]
+						.enact_plan(LogAction::InsertValue(insertion), reader)?;
+				},
+				LogAction::InsertRefCount(insertion) => {
+					self.columns[insertion.table.col() as usize]
+						.enact_plan(LogAction::InsertRefCount(insertion), reader)?;
+				},
+				LogAction::DropTable(id) => {
+					log::debug!(
+						target: "parity-db",
+						"Dropping index {}",
+						id,
+					);
+					match &self.columns[id.col() as usize] {
+						Column::Hash(col) => {
+							col.drop_index(id)?;
+							// Check if there's another reindex on the next iteration
+							self.start_reindex(reader.record_id());
+						},
+						Column::Tree(_) => (),
+					}
+				},
+				LogAction::DropRefCountTable(id) => {
+					log::debug!(
+						target: "parity-db",
+						"Dropping ref count {}",
+						id,
+					);
+					match &self.columns[id.col() as usize] {
+						Column::Hash(col) => {
+							col.drop_ref_count(id)?;
+							// Check if there's another reindex on the next iteration
+							self.start_reindex(reader.record_id());
+						},
+						Column::Tree(_) => (),
+					}
+				},
+			}
+		}
+	}
+
+	/// The bookkeeping after a record was applied (or none was left to apply).
+	fn finish_enact(
+		&self,
+		cleared: Option<(u64, crate::log::Cleared, u64)>,
+		validation_mode: bool,
+	) -> Result<bool> {
 		if let Some((record_id, cleared, bytes)) = cleared {
 			self.log.end_read(cleared, record_id);
 			{
@@ -1670,6 +1701,8 @@ impl Db {
 	}
 
 	fn commit_worker(db: Arc<DbInner>) -> Result<()> {
+		// A full disk makes this worker wait for space, not fail (statement-store patch).
+		crate::file::wait_for_space_on_this_thread(db.shutdown.clone());
 		let mut more_work = false;
 		while !db.shutdown.load(Ordering::SeqCst) || more_work {
 			if !more_work {
@@ -1686,6 +1719,8 @@ impl Db {
 	}
 
 	fn log_worker(db: Arc<DbInner>) -> Result<()> {
+		// A full disk makes this worker wait for space, not fail (statement-store patch).
+		crate::file::wait_for_space_on_this_thread(db.shutdown.clone());
 		// Start with pending reindex.
 		let mut more_reindex = db.process_reindex()?;
 		let mut more_commits = false;

@@ -9,7 +9,13 @@ use crate::{
 	parking_lot::RwLock,
 	table::TableId,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::{
+	cell::RefCell,
+	sync::{
+		atomic::{AtomicBool, AtomicU64, Ordering},
+		Arc,
+	},
+};
 
 trait OpenOptionsExt {
 	fn disable_read_ahead(&mut self) -> &mut Self;
@@ -57,12 +63,173 @@ fn disable_read_ahead(_file: &std::fs::File) -> std::io::Result<()> {
 
 const GROW_SIZE_BYTES: u64 = 256 * 1024;
 
+// Full disks (statement-store patch).
+//
+// Tables are written through memory maps. A page of a map whose file has no block behind it
+// (a sparse file extended with `set_len`) faults with SIGBUS when it is first written and the
+// file system has no block left to give it: the process dies, with nothing to catch. So every
+// file that is mapped gets its blocks allocated before it is mapped or grown ([`reserve`]),
+// and a full disk becomes an error of the call that grows the file.
+//
+// An error in a background worker stops the database for good, which would turn a disk that
+// is full for a minute into a database that must be reopened. So the background workers wait
+// for space instead ([`until_space`]): the commit stays queued, reads go on, and the work
+// resumes where it stopped once the disk has room again, or fails when the database shuts
+// down.
+
+/// Allocate the blocks of `file` from `from` to `to` (extending the file to `to` if it is
+/// shorter), so that writing anywhere in that range through a map cannot fault for lack of
+/// space. A full disk is an `Err` (ENOSPC), and the file's length is then left as it was.
+pub fn reserve(file: &std::fs::File, from: u64, to: u64) -> std::io::Result<()> {
+	if to <= from {
+		return Ok(())
+	}
+	reserve_range(file, from, to)
+}
+
+#[cfg(target_os = "linux")]
+fn reserve_range(file: &std::fs::File, from: u64, to: u64) -> std::io::Result<()> {
+	use std::os::unix::io::AsRawFd;
+	let (offset, len) = (from as libc::off_t, (to - from) as libc::off_t);
+	// posix_fallocate returns the error number instead of setting errno. glibc falls back to
+	// writing a byte into every block where the file system has no fallocate.
+	match unsafe { libc::posix_fallocate(file.as_raw_fd(), offset, len) } {
+		0 => Ok(()),
+		err => Err(std::io::Error::from_raw_os_error(err)),
+	}
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn reserve_range(file: &std::fs::File, from: u64, to: u64) -> std::io::Result<()> {
+	// No portable fallocate: writing zeros makes the file system allocate the blocks, and a
+	// full disk fails the write. Zeros are written only past the end (the range below it was
+	// allocated when it was first reserved), and a failure leaves the length as it was.
+	use std::os::unix::fs::FileExt;
+	let len = file.metadata()?.len();
+	let start = from.max(len);
+	let zeros = vec![0u8; 64 * 1024];
+	let mut at = start;
+	while at < to {
+		let n = (to - at).min(zeros.len() as u64) as usize;
+		if let Err(e) = file.write_all_at(&zeros[..n], at) {
+			let _ = file.set_len(len);
+			return Err(e)
+		}
+		at += n as u64;
+	}
+	Ok(())
+}
+
+#[cfg(not(unix))]
+fn reserve_range(file: &std::fs::File, _from: u64, to: u64) -> std::io::Result<()> {
+	// NTFS allocates the clusters of a file extended with SetEndOfFile unless it is sparse.
+	if file.metadata()?.len() < to {
+		file.set_len(to)?;
+	}
+	Ok(())
+}
+
+/// Open the existing fixed-size file behind a map (an index or reference count table) at
+/// exactly `len` bytes, every block allocated.
+pub fn fit_existing(file: &std::fs::File, len: u64) -> Result<()> {
+	if try_io!(file.metadata()).len() > len {
+		try_io!(file.set_len(len));
+	}
+	try_io!(reserve(file, 0, len));
+	Ok(())
+}
+
+/// Create the fixed-size file behind a new map at `len` bytes, every block allocated; on a
+/// background worker this waits for disk space (see [`until_space`]).
+pub fn create_reserved(path: &std::path::Path, len: u64) -> Result<std::fs::File> {
+	let file = try_io!(std::fs::OpenOptions::new().write(true).read(true).create(true).open(path));
+	until_space(&format_args!("creating {}", path.display()), || reserve(&file, 0, len))?;
+	Ok(file)
+}
+
+/// Whether `error` says the disk (or the user's quota) has no room left.
+pub fn is_out_of_space(error: &std::io::Error) -> bool {
+	#[cfg(unix)]
+	if matches!(error.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)) {
+		return true
+	}
+	matches!(error.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+}
+
+thread_local! {
+	/// On a background worker's thread: the database's shutdown flag, see [`until_space`].
+	static WAIT_FOR_SPACE: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Make the calling thread (a background worker) wait for disk space in [`until_space`] for
+/// as long as `shutdown` is false.
+pub fn wait_for_space_on_this_thread(shutdown: Arc<AtomicBool>) {
+	WAIT_FOR_SPACE.with(|wait| *wait.borrow_mut() = Some(shutdown));
+}
+
+/// Whether some background worker of any database is waiting for disk space now.
+static WAITING_FOR_SPACE: AtomicU64 = AtomicU64::new(0);
+
+/// How many background workers are waiting for disk space now, in every database of this
+/// process.
+pub fn workers_waiting_for_space() -> u64 {
+	WAITING_FOR_SPACE.load(Ordering::Relaxed)
+}
+
+/// Run `op`; while it fails for lack of disk space on a background worker's thread, wait and
+/// run it again, until it succeeds or the database shuts down. `op` must be safe to repeat
+/// after a failure. Elsewhere (opening, a caller's thread) the first failure is returned.
+pub fn until_space<T>(
+	what: &dyn std::fmt::Display,
+	mut op: impl FnMut() -> std::io::Result<T>,
+) -> Result<T> {
+	let mut waited = None;
+	let mut pause = std::time::Duration::from_millis(10);
+	loop {
+		let error = match op() {
+			Ok(value) => {
+				if let Some(since) = waited {
+					WAITING_FOR_SPACE.fetch_sub(1, Ordering::Relaxed);
+					log::info!(
+						target: "parity-db",
+						"Disk space is back: {what} done after waiting {:.1?}",
+						std::time::Instant::now().duration_since(since),
+					);
+				}
+				return Ok(value)
+			},
+			Err(error) => error,
+		};
+		let keep_waiting = is_out_of_space(&error) &&
+			WAIT_FOR_SPACE.with(|wait| {
+				wait.borrow().as_ref().map_or(false, |shutdown| !shutdown.load(Ordering::SeqCst))
+			});
+		if !keep_waiting {
+			if waited.is_some() {
+				WAITING_FOR_SPACE.fetch_sub(1, Ordering::Relaxed);
+			}
+			return try_io!(Err(error))
+		}
+		if waited.is_none() {
+			WAITING_FOR_SPACE.fetch_add(1, Ordering::Relaxed);
+			log::warn!(
+				target: "parity-db",
+				"No disk space for {what} ({error}): waiting for space; reads go on",
+			);
+			waited = Some(std::time::Instant::now());
+		}
+		std::thread::sleep(pause);
+		pause = (pause * 2).min(std::time::Duration::from_millis(500));
+	}
+}
+
 #[derive(Debug)]
 pub struct TableFile {
 	pub map: RwLock<Option<(Mmap, std::fs::File)>>,
 	pub path: std::path::PathBuf,
 	pub capacity: AtomicU64,
 	pub id: TableId,
+	entry_size: u16,
 }
 
 impl TableFile {
@@ -80,14 +247,17 @@ impl TableFile {
 				.disable_read_ahead()
 				.open(filepath.as_path()));
 			try_io!(disable_read_ahead(&file));
-			let len = try_io!(file.metadata()).len();
+			let mut len = try_io!(file.metadata()).len();
 			if len == 0 {
 				// Preallocate.
 				capacity += GROW_SIZE_BYTES / entry_size as u64;
-				try_io!(file.set_len(GROW_SIZE_BYTES));
+				len = GROW_SIZE_BYTES;
 			} else {
 				capacity = len / entry_size as u64;
 			}
+			// Blocks for the whole file: one grown with `set_len` by an older version has holes
+			// that a write through the map could fault on (cheap where there are none).
+			try_io!(reserve(&file, 0, len));
 			let map = Mmap::map_growable(&file, len as usize)?;
 			Some((map, file))
 		};
@@ -96,6 +266,7 @@ impl TableFile {
 			map: RwLock::new(map),
 			capacity: AtomicU64::new(capacity),
 			id,
+			entry_size,
 		})
 	}
 
@@ -111,30 +282,46 @@ impl TableFile {
 		Ok(file)
 	}
 
+	/// A read of `len` bytes at `offset` must lie inside the file: the map reaches past its end
+	/// (address space reserved for growth), where reading faults with SIGBUS. An address out
+	/// of the file comes from a damaged index or entry, so it is a corruption error.
+	/// (statement-store patch)
+	fn check_read(&self, offset: u64, len: usize, mapped: bool) -> Result<()> {
+		let end = offset.checked_add(len as u64);
+		let file_len = self.capacity.load(Ordering::Acquire) * self.entry_size as u64;
+		match end {
+			Some(end) if mapped && end <= file_len => Ok(()),
+			_ => Err(crate::error::Error::Corruption(format!(
+				"{}: read of {len} bytes at {offset} is outside the table file ({file_len} bytes)",
+				self.path.display(),
+			))),
+		}
+	}
+
 	pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-		let offset = offset as usize;
 		let map = self.map.read();
+		self.check_read(offset, buf.len(), map.is_some())?;
 		let (map, _) = map.as_ref().unwrap();
-		map.read_at(buf, offset);
+		map.read_at(buf, offset as usize);
 		Ok(())
 	}
 
 	#[cfg(not(feature = "loom"))]
-	pub fn slice_at(&self, offset: u64, len: usize) -> MappedBytesGuard<'_> {
-		let offset = offset as usize;
+	pub fn slice_at(&self, offset: u64, len: usize) -> Result<MappedBytesGuard<'_>> {
 		let map = self.map.read();
-		parking_lot::RwLockReadGuard::map(map, |map| {
+		self.check_read(offset, len, map.is_some())?;
+		Ok(parking_lot::RwLockReadGuard::map(map, |map| {
 			let (map, _) = map.as_ref().unwrap();
-			map.slice(offset, len)
-		})
+			map.slice(offset as usize, len)
+		}))
 	}
 
 	#[cfg(feature = "loom")]
-	pub fn slice_at(&self, offset: u64, len: usize) -> MappedBytesGuard {
-		let offset = offset as usize;
+	pub fn slice_at(&self, offset: u64, len: usize) -> Result<MappedBytesGuard> {
 		let map = self.map.read();
+		self.check_read(offset, len, map.is_some())?;
 		let (map, _) = map.as_ref().unwrap();
-		MappedBytesGuard::new(map.slice(offset, len).to_vec())
+		Ok(MappedBytesGuard::new(map.slice(offset as usize, len).to_vec()))
 	}
 
 	pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
@@ -150,29 +337,41 @@ impl TableFile {
 	}
 
 	pub fn grow(&self, entry_size: u16) -> Result<()> {
-		let mut map_and_file = self.map.write();
-		let new_len = match map_and_file.as_mut() {
+		// The blocks are reserved before the map is touched, and without the map's write lock:
+		// waiting for disk space must not stop readers. Only the commit worker grows a table.
+		// (statement-store patch)
+		let what = format_args!("growing {}", self.path.display());
+		let existing = self.map.read().as_ref().map(|(_, file)| file.try_clone());
+		let (file, new_len) = match existing {
 			None => {
 				let file = self.create_file()?;
-				let len = GROW_SIZE_BYTES;
-				try_io!(file.set_len(len));
+				until_space(&what, || reserve(&file, 0, GROW_SIZE_BYTES))?;
+				(Some(file), GROW_SIZE_BYTES)
+			},
+			Some(file) => {
+				let file = try_io!(file);
+				let len = try_io!(file.metadata()).len();
+				let new_len = len + GROW_SIZE_BYTES;
+				until_space(&what, || reserve(&file, len, new_len))?;
+				(None, new_len)
+			},
+		};
+		let mut map_and_file = self.map.write();
+		match map_and_file.as_mut() {
+			None => {
+				let file = file.expect("created above when there was no map");
 				let map = Mmap::map_growable(&file, 0)?;
 				*map_and_file = Some((map, file));
-				len
 			},
-			Some((map, file)) => {
-				let new_len = try_io!(file.metadata()).len() + GROW_SIZE_BYTES;
-				try_io!(file.set_len(new_len));
+			Some((map, file)) =>
 				if map.len() < new_len as usize {
 					let new_map = Mmap::map_growable(file, new_len as usize)?;
 					let old_map = std::mem::replace(map, new_map);
 					old_map.flush()?;
-				}
-				new_len
-			},
-		};
+				},
+		}
 		let capacity = new_len / entry_size as u64;
-		self.capacity.store(capacity, Ordering::Relaxed);
+		self.capacity.store(capacity, Ordering::Release);
 		Ok(())
 	}
 

@@ -377,14 +377,12 @@ impl LogChange {
 		self.local_values.get(&id)
 	}
 
-	fn flush_to_file(self, file: &mut std::io::BufWriter<std::fs::File>) -> Result<FlushedLog> {
+	fn flush_to_file(self, file: &mut impl Write) -> Result<FlushedLog> {
 		let mut crc32 = crc32fast::Hasher::new();
-		let mut bytes: u64 = 0;
 
 		let mut write = |buf: &[u8]| -> Result<()> {
 			try_io!(file.write_all(buf));
 			crc32.update(buf);
-			bytes += buf.len() as u64;
 			Ok(())
 		};
 
@@ -443,13 +441,11 @@ impl LogChange {
 		write(&END_RECORD.to_le_bytes())?;
 		let checksum: u32 = crc32.finalize();
 		try_io!(file.write_all(&checksum.to_le_bytes()));
-		bytes += 4;
 		try_io!(file.flush());
 		Ok(FlushedLog {
 			index: self.local_index,
 			values: self.local_values,
 			ref_count: self.local_ref_count,
-			bytes,
 		})
 	}
 }
@@ -459,7 +455,6 @@ struct FlushedLog {
 	index: HashMap<IndexTableId, IndexLogOverlay<LogWriterScratchBuildHasher>>,
 	values: HashMap<ValueTableId, ValueLogOverlayLocal>,
 	ref_count: HashMap<RefCountTableId, RefCountLogOverlay<LogWriterScratchBuildHasher>>,
-	bytes: u64,
 }
 
 #[derive(Debug)]
@@ -723,6 +718,9 @@ pub struct Log {
 	path: std::path::PathBuf,
 	next_log_id: AtomicU32,
 	sync: bool,
+	/// Records put together but not yet in a log file, oldest first: a full disk refused
+	/// their write. They go before any newer record. (statement-store patch)
+	unwritten: parking_lot::Mutex<VecDeque<(u64, Vec<u8>)>>,
 }
 
 impl Log {
@@ -758,6 +756,7 @@ impl Log {
 		Ok(Log {
 			overlays: RwLock::new(LogOverlays::with_columns(options.columns.len())),
 			appending: RwLock::new(None),
+			unwritten: Default::default(),
 			reading: RwLock::new(None),
 			read_queue: RwLock::default(),
 			next_record_id: AtomicU64::new(1),
@@ -841,32 +840,20 @@ impl Log {
 		LogWriter::new(&self.overlays, id)
 	}
 
+	/// Put the record together, make it visible to reads (the overlays), and write it to the
+	/// log file after any older record a full disk kept back. Returns the bytes written.
+	///
+	/// A write the disk has no room for is not lost (statement-store patch): the record stays
+	/// queued, in order, and the next call (or [`Log::write_unwritten`]) writes it first. The
+	/// error tells the caller that its record is not in a file yet. A failed write is cut back
+	/// from the file, so the file never holds half a record. On a background worker the write
+	/// waits for space instead (see `file::until_space`).
 	pub fn end_record(&self, log: LogChange) -> Result<u64> {
 		assert_eq!(log.record_id + 1, self.next_record_id.load(Ordering::Relaxed));
 		let record_id = log.record_id;
-		let mut appending = self.appending.write();
-		if appending.is_none() {
-			// Find a log file in the pool or create a new one
-			let (id, file) = if let Some((id, file)) = self.log_pool.write().pop_front() {
-				log::debug!(target: "parity-db", "Flush: Activated pool writer {}", id);
-				(id, file)
-			} else {
-				// find a free id
-				let id = self.next_log_id.fetch_add(1, Ordering::SeqCst);
-				let path = Self::log_path(&self.path, id);
-				let file = try_io!(std::fs::OpenOptions::new()
-					.create(true)
-					.read(true)
-					.write(true)
-					.open(path));
-				log::debug!(target: "parity-db", "Flush: Activated new writer {}", id);
-				(id, file)
-			};
-			*appending = Some(Appending { size: 0, file: std::io::BufWriter::new(file), id });
-		}
-		let appending = appending.as_mut().unwrap();
-		let FlushedLog { index, values, ref_count, bytes } =
-			log.flush_to_file(&mut appending.file)?;
+		let mut record = Vec::new();
+		let FlushedLog { index, values, ref_count } = log.flush_to_file(&mut record)?;
+		let mut unwritten = self.unwritten.lock();
 		let mut overlays = self.overlays.write();
 		let mut total_index = 0;
 		for (id, overlay) in index.into_iter() {
@@ -884,6 +871,7 @@ impl Log {
 			total_ref_count += overlay.map.len();
 			overlays.ref_count[id.log_index()].map.extend(overlay.map.into_iter());
 		}
+		drop(overlays);
 
 		log::debug!(
 			target: "parity-db",
@@ -893,9 +881,63 @@ impl Log {
 			total_value,
 			total_ref_count,
 		);
-		appending.size += bytes;
+		unwritten.push_back((record_id, record));
 		self.dirty.store(true, Ordering::Relaxed);
-		Ok(bytes)
+		self.write_queue(&mut unwritten)
+	}
+
+	/// Write the records a full disk kept back, if any; returns the bytes written.
+	/// (statement-store patch)
+	pub fn write_unwritten(&self) -> Result<u64> {
+		let mut unwritten = self.unwritten.lock();
+		if unwritten.is_empty() {
+			return Ok(0)
+		}
+		self.write_queue(&mut unwritten)
+	}
+
+	fn write_queue(&self, unwritten: &mut VecDeque<(u64, Vec<u8>)>) -> Result<u64> {
+		let mut written = 0;
+		let mut appending = self.appending.write();
+		while let Some((record_id, record)) = unwritten.front() {
+			if appending.is_none() {
+				// Find a log file in the pool or create a new one
+				let (id, file) = if let Some((id, file)) = self.log_pool.write().pop_front() {
+					log::debug!(target: "parity-db", "Flush: Activated pool writer {}", id);
+					(id, file)
+				} else {
+					// find a free id
+					let id = self.next_log_id.fetch_add(1, Ordering::SeqCst);
+					let path = Self::log_path(&self.path, id);
+					let file = try_io!(std::fs::OpenOptions::new()
+						.create(true)
+						.read(true)
+						.write(true)
+						.open(path));
+					log::debug!(target: "parity-db", "Flush: Activated new writer {}", id);
+					(id, file)
+				};
+				*appending = Some(Appending { size: 0, file: std::io::BufWriter::new(file), id });
+			}
+			let appending = appending.as_mut().unwrap();
+			let start = appending.size;
+			// Nothing is buffered between records: each one is written whole.
+			let file = appending.file.get_mut();
+			crate::file::until_space(&format_args!("log record {record_id}"), || {
+				let result = file
+					.seek(std::io::SeekFrom::Start(start))
+					.and_then(|_| file.write_all(record))
+					.and_then(|_| file.flush());
+				if result.is_err() {
+					let _ = file.set_len(start);
+				}
+				result
+			})?;
+			appending.size += record.len() as u64;
+			written += record.len() as u64;
+			unwritten.pop_front();
+		}
+		Ok(written)
 	}
 
 	pub fn end_read(&self, cleared: Cleared, record_id: u64) {

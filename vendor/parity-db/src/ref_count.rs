@@ -7,7 +7,7 @@ use crate::{
 	index::{Address, PlanOutcome},
 	log::{LogQuery, LogReader, LogWriter},
 	mmap::Mmap,
-	parking_lot::{RwLock, RwLockUpgradableReadGuard, RwLockWriteGuard},
+	parking_lot::RwLock,
 };
 use std::convert::TryInto;
 
@@ -152,7 +152,7 @@ impl RefCountTable {
 			Ok(file) => file,
 		};
 
-		try_io!(file.set_len(file_size(id.index_bits())));
+		crate::file::fit_existing(&file, file_size(id.index_bits()))?;
 		let map = Mmap::map(&file)?;
 		log::debug!(target: "parity-db", "Opened existing refcount table {}", id);
 		Ok(Some(RefCountTable { id, path, map: RwLock::new(Some(map)) }))
@@ -352,19 +352,18 @@ impl RefCountTable {
 	}
 
 	pub fn enact_plan(&self, index: u64, log: &mut LogReader) -> Result<()> {
-		let mut map = self.map.upgradable_read();
-		if map.is_none() {
-			let mut wmap = RwLockUpgradableReadGuard::upgrade(map);
-			let file = try_io!(std::fs::OpenOptions::new()
-				.write(true)
-				.read(true)
-				.create_new(true)
-				.open(self.path.as_path()));
-			log::debug!(target: "parity-db", "Created new ref count {}", self.id);
-			try_io!(file.set_len(file_size(self.id.index_bits())));
-			*wmap = Some(Mmap::map(&file)?);
-			map = RwLockWriteGuard::downgrade_to_upgradable(wmap);
+		if self.map.read().is_none() {
+			// Created with its blocks allocated, outside the lock: waiting for disk space must
+			// not stop readers. Only the commit worker enacts. (statement-store patch)
+			let file =
+				crate::file::create_reserved(self.path.as_path(), file_size(self.id.index_bits()))?;
+			let mut wmap = self.map.write();
+			if wmap.is_none() {
+				log::debug!(target: "parity-db", "Created new ref count {}", self.id);
+				*wmap = Some(Mmap::map(&file)?);
+			}
 		}
+		let map = self.map.upgradable_read();
 
 		let map = map.as_ref().unwrap();
 		let offset = META_SIZE + index as usize * CHUNK_LEN;

@@ -602,7 +602,7 @@ impl ValueTable {
 				self.id,
 				index,
 			);
-			let vbuf = self.file.slice_at(index * self.entry_size as u64, entry_size);
+			let vbuf = self.file.slice_at(index * self.entry_size as u64, entry_size)?;
 			LockedSlice::FromFile(vbuf)
 		};
 		let mut buf = EntryRef::new(buf.as_slice());
@@ -641,7 +641,7 @@ impl ValueTable {
 					self.id,
 					index,
 				);
-				let vbuf = self.file.slice_at(index * self.entry_size as u64, entry_size);
+				let vbuf = self.file.slice_at(index * self.entry_size as u64, entry_size)?;
 				LockedSlice::FromFile(vbuf)
 			};
 			let mut buf = EntryRef::new(buf.as_slice());
