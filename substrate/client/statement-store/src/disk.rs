@@ -53,26 +53,25 @@ impl DiskGuard {
 			}
 		};
 		self.free.store(free, Ordering::Relaxed);
-		// Once low, stay low until a quarter of the reserve more is free, so that submits do
-		// not flap on and off while log files come and go at the threshold.
-		let resume = self.reserve.saturating_add(self.reserve / 4);
+		let resume = self.resume();
 		let low = free < self.reserve || (self.low.load(Ordering::Acquire) && free < resume);
 		if self.low.swap(low, Ordering::AcqRel) != low {
 			if low {
 				log::warn!(
 					target: "statement-store",
-					"{}: {} MiB of disk free, below the reserve of {} MiB: new statements are \
-					 refused until space is freed",
+					"{}: {} of disk free, below the reserve of {}: new statements are refused \
+					 until {} are free",
 					self.path.display(),
-					free >> 20,
-					self.reserve >> 20
+					mib(free),
+					mib(self.reserve),
+					mib(resume)
 				);
 			} else {
 				log::info!(
 					target: "statement-store",
-					"{}: {} MiB of disk free again: accepting new statements",
+					"{}: {} of disk free again: accepting new statements",
 					self.path.display(),
-					free >> 20
+					mib(free)
 				);
 			}
 		}
@@ -86,10 +85,11 @@ impl DiskGuard {
 		if before.saturating_sub(bytes) < self.reserve && !self.low.swap(true, Ordering::AcqRel) {
 			log::warn!(
 				target: "statement-store",
-				"{}: the disk is about to fall below the reserve of {} MiB: new statements are \
-				 refused until space is freed",
+				"{}: the disk is about to fall below the reserve of {}: new statements are \
+				 refused until {} are free",
 				self.path.display(),
-				self.reserve >> 20
+				mib(self.reserve),
+				mib(self.resume())
 			);
 		}
 	}
@@ -103,7 +103,14 @@ impl DiskGuard {
 			path: self.path.display().to_string(),
 			free: self.free.load(Ordering::Relaxed),
 			reserve: self.reserve,
+			resume: self.resume(),
 		})
+	}
+
+	/// Once low, the store stays low until a quarter of the reserve more is free, so that
+	/// submits do not flap on and off while log files come and go at the threshold.
+	fn resume(&self) -> u64 {
+		self.reserve.saturating_add(self.reserve / 4)
 	}
 
 	/// Bytes free at the last measurement, and whether that was below the reserve.
@@ -112,16 +119,34 @@ impl DiskGuard {
 	}
 }
 
+/// `bytes` in MiB with one decimal, for messages: "4.5 MiB" (a whole-MiB figure would say
+/// "4 MiB free, below the reserve of 4 MiB").
+pub fn mib(bytes: u64) -> String {
+	format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
 #[cfg(test)]
 mod tests {
 	use super::*;
+
+	#[test]
+	fn a_refusal_between_the_reserve_and_the_resume_mark_says_which_figure_it_waits_for() {
+		let dir = tempfile::tempdir().unwrap();
+		let guard = DiskGuard::new(dir.path().to_path_buf(), 4 << 20);
+		guard.low.store(true, Ordering::Release);
+		guard.free.store(4 << 20 | 1 << 19, Ordering::Relaxed);
+		let err = guard.refusal().expect("low").to_string();
+		assert!(err.contains("4.5 MiB free"), "{err}");
+		assert!(err.contains("until 5.0 MiB are free"), "{err}");
+		assert!(err.contains("reserve of 4.0 MiB"), "{err}");
+	}
 
 	#[test]
 	fn a_reserve_larger_than_the_disk_refuses_and_names_the_figures() {
 		let dir = tempfile::tempdir().unwrap();
 		let guard = DiskGuard::new(dir.path().to_path_buf(), u64::MAX);
 		let err = guard.refusal().expect("nothing can have u64::MAX bytes free");
-		assert!(err.to_string().contains("below the reserve"), "{err}");
+		assert!(err.to_string().contains("nearly full"), "{err}");
 		assert!(guard.state().1);
 		let guard = DiskGuard::new(dir.path().to_path_buf(), 0);
 		assert!(guard.refusal().is_none());

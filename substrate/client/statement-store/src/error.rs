@@ -3,9 +3,9 @@
 /// What went wrong opening or using the store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-	/// parity-db refused an operation.
+	/// parity-db refused an operation (its damage reports become [`Error::Damaged`]).
 	#[error("database error: {0}")]
-	Db(#[from] parity_db::Error),
+	Db(parity_db::Error),
 	/// The database directory holds data this build cannot read.
 	#[error("database at {path} has schema version {found}; this build reads versions up to {supported}. Nothing was changed; use a newer build.")]
 	NewerSchema {
@@ -49,11 +49,11 @@ pub enum Error {
 		source: std::io::Error,
 	},
 	/// parity-db failed inside while reading its own files: they are damaged.
-	#[error("the database files are damaged: parity-db failed reading them ({0}). Stop the node and run `statement-node check-db`, then `statement-node repair`.")]
+	#[error("the database files are damaged: {0}. Stop the node and run `statement-node check-db` to see what is damaged, then `statement-node repair` to rebuild from the intact statements.")]
 	Damaged(String),
 	/// The disk holding the database is nearly full: new statements are refused until space
 	/// is freed (see [`crate::Config::min_free_bytes`]).
-	#[error("the disk holding {path} is nearly full: {} MiB free, below the reserve of {} MiB kept for the database; new statements are refused until space is freed", free >> 20, reserve >> 20)]
+	#[error("the disk holding {path} is nearly full: {} free; new statements are refused until {} are free (the reserve of {} kept for the database, and a quarter more so that submits do not flap on and off)", crate::disk::mib(*free), crate::disk::mib(*resume), crate::disk::mib(*reserve))]
 	DiskFull {
 		/// Database directory.
 		path: String,
@@ -61,6 +61,8 @@ pub enum Error {
 		free: u64,
 		/// Bytes the store keeps free.
 		reserve: u64,
+		/// Bytes that must be free before new statements are taken again.
+		resume: u64,
 	},
 	/// The intent log lacks acknowledged changes the database does not hold either (a file
 	/// removed by hand, or damaged records), so opening would silently lose them.
@@ -85,6 +87,17 @@ pub enum Error {
 	/// Reading allowances from chain state failed.
 	#[error("allowance lookup failed: {0}")]
 	Allowance(String),
+}
+
+impl From<parity_db::Error> for Error {
+	/// parity-db's own corruption reports (a bad log record, a table address past its end)
+	/// are damage to the files: they say so, and point to `check-db` and `repair`.
+	fn from(err: parity_db::Error) -> Self {
+		match err {
+			parity_db::Error::Corruption(detail) => Error::Damaged(detail),
+			other => Error::Db(other),
+		}
+	}
 }
 
 /// Run `work`, turning a panic (parity-db panics on some kinds of damage to its own files)

@@ -20,6 +20,13 @@
 //! reading after damage resumes at the next intact record; a gap in sequence numbers is
 //! reported, never skipped silently (see `open`). Intent files are deleted once parity-db
 //! holds every batch in them (see `writeback`).
+//!
+//! A gap at the end cannot be seen in the records themselves: if the newest intent file is
+//! lost, or cut short at a record boundary, what is left reads as a complete log. So every
+//! append also writes the batch's number into a small file of its own, the *mark*
+//! (`intent.mark`: the number and its checksum, rewritten in place, synced with `sync_wal`).
+//! The mark only moves forward; opening compares it with the newest batch found in the
+//! database and the intent files, and a mark past both is a missing tail.
 
 use crate::{Error, Result};
 use codec::{Decode, Encode};
@@ -72,7 +79,12 @@ const RECORD_HEADER: usize = 16;
 /// Records of files written before the magic: body length, xxh64 of the body.
 const LEGACY_HEADER: usize = 12;
 
+/// The file holding the newest acknowledged batch number (see the module documentation).
+pub const MARK_FILE: &str = "intent.mark";
+
 struct Current {
+	/// The mark, rewritten after every append.
+	mark: File,
 	file: File,
 	first_seq: u64,
 	bytes: u64,
@@ -115,6 +127,47 @@ fn intent_files(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
 	}
 	files.sort();
 	Ok(files)
+}
+
+/// The mark's bytes: the batch number and its xxh64, both little endian.
+fn mark_bytes(seq: u64) -> [u8; 16] {
+	let mut hasher = twox_hash::XxHash64::with_seed(0);
+	hasher.write(&seq.to_le_bytes());
+	let mut bytes = [0u8; 16];
+	bytes[..8].copy_from_slice(&seq.to_le_bytes());
+	bytes[8..].copy_from_slice(&hasher.finish().to_le_bytes());
+	bytes
+}
+
+/// Rewrite the mark in place: 16 bytes at offset 0 of a file that already has them needs no
+/// new block, so a full disk does not fail it.
+fn write_mark(mut file: &File, seq: u64, sync: bool) -> std::io::Result<()> {
+	file.seek(SeekFrom::Start(0))?;
+	file.write_all(&mark_bytes(seq))?;
+	if sync {
+		file.sync_data()?;
+	}
+	Ok(())
+}
+
+/// The newest acknowledged batch number the mark in `dir` holds; `None` if there is no mark
+/// (a database from before it) or it is damaged (logged).
+pub fn read_mark(dir: &Path) -> Option<u64> {
+	let path = dir.join(MARK_FILE);
+	let bytes = std::fs::read(&path).ok()?;
+	let seq = bytes.get(..8).map(|seq| u64::from_le_bytes(seq.try_into().expect("8 bytes")));
+	match seq {
+		Some(seq) if bytes.len() == 16 && bytes[..] == mark_bytes(seq) => Some(seq),
+		_ => {
+			log::warn!(
+				target: "statement-store",
+				"{}: the intent mark is damaged; a missing end of the intent log cannot be \
+				 detected at this open",
+				path.display()
+			);
+			None
+		}
+	}
 }
 
 /// What reading the intent files found.
@@ -254,10 +307,30 @@ impl IntentLog {
 		// Truncate: opening read every intent file, and a file of this name can only hold
 		// a record that was never acknowledged.
 		let file = create_file(&intent_path(dir, next_seq))?;
+		// Opening has compared the mark with what it found, and starts numbering after the
+		// newest batch: the mark says that one (a skipped missing tail included).
+		let mark_path = dir.join(MARK_FILE);
+		let mark = std::fs::OpenOptions::new()
+			.create(true)
+			.truncate(false)
+			.read(true)
+			.write(true)
+			.open(&mark_path)
+			.map_err(|source| Error::Io {
+				operation: "open the intent mark",
+				path: mark_path.display().to_string(),
+				source,
+			})?;
+		write_mark(&mark, next_seq - 1, sync).map_err(|source| Error::Io {
+			operation: "write the intent mark",
+			path: mark_path.display().to_string(),
+			source,
+		})?;
 		Ok(IntentLog {
 			dir: dir.to_path_buf(),
 			sync,
 			current: Mutex::new(Current {
+				mark,
 				file,
 				first_seq: next_seq,
 				bytes: 0,
@@ -301,7 +374,10 @@ impl IntentLog {
 			current.bytes = 0;
 			current.broken = false;
 		}
-		if let Err(source) = self.write(&mut current.file, &record) {
+		let written = self
+			.write(&mut current.file, &record)
+			.and_then(|()| write_mark(&current.mark, seq, self.sync));
+		if let Err(source) = written {
 			// Take back whatever reached the file, so that neither a crash reopen nor the
 			// next record finds it. If even that fails (the file descriptor is gone, say),
 			// the next append starts a new file, where its record, under the same sequence

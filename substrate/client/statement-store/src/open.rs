@@ -99,7 +99,8 @@ impl Store {
 		// Read before anything else changes, so that a gap refuses the open untouched.
 		let intent_seq = meta_position(&db, schema::KEY_INTENT)?;
 		let mut intents = intent::read_intents(&path)?;
-		let gap = check_intents(&intents, intent_seq, config.skip_intent_gaps, &shown)?;
+		let mark = intent::read_mark(&path);
+		let gap = check_intents(&intents, intent_seq, mark, config.skip_intent_gaps, &shown)?;
 		let removals = meta_position(&db, schema::KEY_REMOVALS)?;
 		let tag = snapshot_tag(&db, &counters, removals, &shown)?;
 		let snapshot = path.join(SNAPSHOT_FILE);
@@ -322,7 +323,16 @@ fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 /// Log what reading the intent log found; refuse a gap in its sequence numbers after
 /// `held` (the newest batch the database holds) unless `skip` says to go on. Returns whether
 /// a gap is being skipped.
-fn check_intents(intents: &intent::IntentRead, held: u64, skip: bool, path: &str) -> Result<bool> {
+/// Refuse (or, with `skip`, only log) batches acknowledged but found neither in the database
+/// (which holds up to `held`) nor in the intent files: a gap between intent records, or a
+/// missing end, which only the `mark` (the newest acknowledged batch) shows.
+fn check_intents(
+	intents: &intent::IntentRead,
+	held: u64,
+	mark: Option<u64>,
+	skip: bool,
+	path: &str,
+) -> Result<bool> {
 	let last_file = intents.files.last();
 	for (file, at, len) in &intents.damaged {
 		let at_end = Some(file) == last_file
@@ -343,10 +353,29 @@ fn check_intents(intents: &intent::IntentRead, held: u64, skip: bool, path: &str
 			);
 		}
 	}
-	let Some((first, last)) = intents.gap_after(held) else { return Ok(false) };
-	let detail = match intents.damaged.first() {
-		Some((file, at, _)) => format!("damaged records from byte {at} of {}", file.display()),
-		None => "an intent file is missing".into(),
+	let newest = intents.records.last().map_or(0, |(seq, _)| *seq).max(held);
+	let (first, last, detail) = match (intents.gap_after(held), mark) {
+		(Some((first, last)), _) => {
+			let detail = match intents.damaged.first() {
+				Some((file, at, _)) => {
+					format!("damaged records from byte {at} of {}", file.display())
+				}
+				None => "an intent file is missing".into(),
+			};
+			(first, last, detail)
+		}
+		// Nothing missing in between, but batches were acknowledged past the newest one found:
+		// the end of the log is gone (its newest file, or records cut off its end).
+		(None, Some(mark)) if mark > newest => (
+			newest + 1,
+			mark,
+			format!(
+				"the end of the intent log is missing: {} says batch {mark} was acknowledged, \
+				 the newest intent record is batch {newest}",
+				intent::MARK_FILE
+			),
+		),
+		_ => return Ok(false),
 	};
 	if !skip {
 		return Err(Error::IntentGap { path: path.into(), first, last, detail });

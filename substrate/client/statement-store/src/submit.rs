@@ -14,6 +14,10 @@ use statement_primitives::{
 	hash_encoded, AccountId, Hash, InvalidReason, RejectionReason, SignatureVerificationResult,
 	Statement, StatementAllowance, StatementSource, SubmitResult, MAX_STATEMENT_SIZE,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the last submit that reached the store failed (for logging a run of failures once).
+static SUBMITS_FAILING: AtomicBool = AtomicBool::new(false);
 
 /// Statements the plan removes to make room, with their records.
 type Evictions = Vec<(Hash, Record)>;
@@ -25,10 +29,28 @@ impl Store {
 		source: StatementSource,
 	) -> SubmitResult {
 		let submitted = crate::error::catch_db_panic(|| self.try_submit(statement, source));
-		let result = submitted.unwrap_or_else(|err| {
-			log::warn!(target: "statement-store", "submit failed: {err}");
-			SubmitResult::InternalError(err.into())
-		});
+		// A full disk fails every submit alike: the first failure is a warning, the rest
+		// are debug lines until a submit gets through again.
+		let result = match submitted {
+			Ok(result) => {
+				if SUBMITS_FAILING.swap(false, Ordering::Relaxed) {
+					log::info!(target: "statement-store", "submits are stored again");
+				}
+				result
+			}
+			Err(err) => {
+				if SUBMITS_FAILING.swap(true, Ordering::Relaxed) {
+					log::debug!(target: "statement-store", "submit failed: {err}");
+				} else {
+					log::warn!(
+						target: "statement-store",
+						"submit failed: {err} (further failures are logged at debug level until \
+						 a submit is stored)"
+					);
+				}
+				SubmitResult::InternalError(err.into())
+			}
+		};
 		self.inner.metrics.submitted(result.label());
 		result
 	}

@@ -296,6 +296,8 @@ impl WritebackThreads {
 		let thread = std::thread::Builder::new().name(name.into()).spawn(move || {
 			lower_priority();
 			let (stop, wake) = &*shared;
+			// A full disk fails every round alike: warn once, then debug until it works.
+			let mut failing = false;
 			loop {
 				{
 					let mut stopped = stop.lock();
@@ -306,8 +308,23 @@ impl WritebackThreads {
 						return;
 					}
 				}
-				if let Err(err) = work() {
-					log::warn!(target: "statement-store", "writing to the database failed: {err}");
+				match work() {
+					Err(err) if failing => {
+						log::debug!(target: "statement-store", "writing to the database failed: {err}")
+					}
+					Err(err) => {
+						failing = true;
+						log::warn!(
+							target: "statement-store",
+							"writing to the database failed: {err}; retrying every {period:?} \
+							 (further failures are logged at debug level until it works)"
+						);
+					}
+					Ok(()) if failing => {
+						failing = false;
+						log::info!(target: "statement-store", "writing to the database works again");
+					}
+					Ok(()) => {}
 				}
 			}
 		})?;

@@ -227,6 +227,7 @@ fn killed_at_random_points_the_store_keeps_every_acknowledged_change() {
 	// Submits and removals under way when a child was killed: they may or may not have landed.
 	let mut undecided: HashSet<Hash> = HashSet::new();
 	let mut total_lines = 0;
+	let (mut tails_refused, mut tails_harmless) = (0, 0);
 	for round in 0..8u64 {
 		let mut child = Command::new(&exe)
 			.args(["--exact", "crash_child", "--ignored", "--nocapture", "--test-threads", "1"])
@@ -265,6 +266,13 @@ fn killed_at_random_points_the_store_keeps_every_acknowledged_change() {
 		}
 		total_lines += lines.len();
 
+		let sure: HashSet<Hash> = acknowledged.difference(&undecided).copied().collect();
+		for cut in [TailCut::DeleteNewest, TailCut::HalveNewest] {
+			match lose_the_tail(dir.path(), cut, &sure) {
+				TailOutcome::Refused => tails_refused += 1,
+				TailOutcome::NothingLost => tails_harmless += 1,
+			}
+		}
 		let store =
 			Store::open(config(dir.path(), &TestClock::new()), allowances(u32::MAX, u32::MAX))
 				.expect("the store reopens after SIGKILL");
@@ -297,4 +305,65 @@ fn killed_at_random_points_the_store_keeps_every_acknowledged_change() {
 		assert_indexes_match_bodies(&store);
 	}
 	assert!(total_lines > 100, "the child did too little work to test anything: {total_lines}");
+	eprintln!(
+		"losing the newest intent file or its second half after a kill: {tails_refused} opens \
+		 refused, {tails_harmless} lost nothing"
+	);
+	assert!(tails_refused > 0, "no kill left acknowledged batches in the newest intent file");
+}
+
+#[derive(Clone, Copy, Debug)]
+enum TailCut {
+	DeleteNewest,
+	HalveNewest,
+}
+
+enum TailOutcome {
+	Refused,
+	NothingLost,
+}
+
+/// In a copy of the store a kill left at `dir`, lose the end of the intent log (`cut`), and
+/// open it: either the open is refused for the missing end, or every statement in `sure`
+/// (acknowledged, not undecided) is there. Never an open that silently lost one.
+fn lose_the_tail(dir: &std::path::Path, cut: TailCut, sure: &HashSet<Hash>) -> TailOutcome {
+	let copy = tempfile::tempdir().unwrap();
+	let mut intents = Vec::new();
+	for entry in std::fs::read_dir(dir).unwrap() {
+		let path = entry.unwrap().path();
+		let name = path.file_name().unwrap().to_string_lossy().into_owned();
+		let to = copy.path().join(&name);
+		if path.is_file() {
+			std::fs::copy(&path, &to).unwrap();
+		}
+		if name.starts_with("intent-") && name.ends_with(".log") {
+			intents.push(to);
+		}
+	}
+	intents.sort();
+	let newest = intents.last().expect("a killed store leaves an intent file");
+	match cut {
+		TailCut::DeleteNewest => std::fs::remove_file(newest).unwrap(),
+		TailCut::HalveNewest => {
+			let bytes = std::fs::read(newest).unwrap();
+			std::fs::write(newest, &bytes[..bytes.len() / 2]).unwrap();
+		}
+	}
+	match Store::open(config(copy.path(), &TestClock::new()), allowances(u32::MAX, u32::MAX)) {
+		Err(statement_store::Error::IntentGap { detail, .. }) => {
+			assert!(detail.contains("end of the intent log is missing"), "{cut:?}: {detail}");
+			TailOutcome::Refused
+		}
+		Err(err) => panic!("{cut:?}: refused for another reason: {err}"),
+		Ok(store) => {
+			for hash in sure {
+				assert!(
+					store.has_statement(hash),
+					"{cut:?}: the open went on and lost {}",
+					hex(hash)
+				);
+			}
+			TailOutcome::NothingLost
+		}
+	}
 }

@@ -349,6 +349,109 @@ fn a_missing_intent_file_is_an_error_that_names_the_batches() {
 	assert!(err.to_string().contains(&format!("lacks batches {missing} to {missing}")), "{err}");
 }
 
+fn intent_file_names(dir: &std::path::Path) -> Vec<String> {
+	let mut names: Vec<String> = std::fs::read_dir(dir)
+		.unwrap()
+		.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+		.filter(|name| name.starts_with("intent-") && name.ends_with(".log"))
+		.collect();
+	names.sort();
+	names
+}
+
+/// Pending batches `first..first + 5` in one intent file, `first + 5..first + 10` in a newer
+/// one, numbered without a gap, the mark at the newest: as a kill under load leaves them.
+fn with_two_pending_files(dir: &std::path::Path) -> (u64, std::path::PathBuf, Vec<Statement>) {
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let store = Store::open(Config::new(dir), Arc::new(allowances)).unwrap();
+	for k in 0..3 {
+		assert_eq!(store.submit(signed(k, None), StatementSource::Local), SubmitResult::New);
+	}
+	drop(store);
+	let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
+	let held = meta_position(&db, schema::KEY_INTENT).unwrap();
+	drop(db);
+	let mut statements = Vec::new();
+	let mut log = IntentLog::create(dir, false, held + 1).unwrap();
+	for k in 10..20u8 {
+		if k == 15 {
+			log = IntentLog::create(dir, false, log.next_seq()).unwrap();
+		}
+		let statement = signed(k, None);
+		let account = match statement.verify_signature() {
+			statement_primitives::SignatureVerificationResult::Valid(account) => account,
+			_ => panic!("signed"),
+		};
+		let seq = log.next_seq();
+		log.append(seq, &[intent::Step::Add { account, encoding: statement.encode() }]).unwrap();
+		statements.push(statement);
+	}
+	let newest = dir.join(format!("intent-{:020}.log", held + 6));
+	assert!(newest.is_file(), "{:?}", intent_file_names(dir));
+	(held + 1, newest, statements)
+}
+
+fn assert_tail_refused(dir: &std::path::Path, missing: (u64, u64)) {
+	let err = open_with(dir, false).err().expect("a missing end of the intent log is refused");
+	let Error::IntentGap { first, last, ref detail, .. } = err else {
+		panic!("expected IntentGap, got {err}")
+	};
+	assert_eq!((first, last), missing, "{err}");
+	assert!(detail.contains("end of the intent log is missing"), "{detail}");
+	assert!(err.to_string().contains("--statement-store-skip-intent-gaps"), "{err}");
+}
+
+#[test]
+fn deleting_the_newest_intent_file_is_refused_at_open() {
+	let dir = tempfile::tempdir().unwrap();
+	let (first, newest, pending) = with_two_pending_files(dir.path());
+	std::fs::remove_file(&newest).unwrap();
+	assert_tail_refused(dir.path(), (first + 5, first + 9));
+	// Refused again: the refusal changed nothing, the mark included.
+	assert_tail_refused(dir.path(), (first + 5, first + 9));
+	// The way out redoes what is left, and the next open is clean.
+	let store = open_with(dir.path(), true).unwrap();
+	assert_eq!(store.len(), 3 + 5);
+	for (k, statement) in pending.iter().enumerate() {
+		assert_eq!(store.has_statement(&statement.hash()), k < 5, "statement {k}");
+	}
+	drop(store);
+	assert_eq!(open_with(dir.path(), false).unwrap().len(), 8);
+}
+
+#[test]
+fn an_intent_file_cut_at_a_record_boundary_or_mid_record_is_refused_at_open() {
+	for cut_records in [1usize, 3] {
+		for mid_record in [false, true] {
+			let dir = tempfile::tempdir().unwrap();
+			let (first, newest, _) = with_two_pending_files(dir.path());
+			let bytes = std::fs::read(&newest).unwrap();
+			// Five equally long records.
+			let record = bytes.len() / 5;
+			let mut keep = bytes.len() - cut_records * record;
+			if mid_record {
+				keep += record / 2;
+			}
+			std::fs::write(&newest, &bytes[..keep]).unwrap();
+			// The cut records (a half record is not an intact one) are the missing end.
+			assert_tail_refused(dir.path(), (first + 10 - cut_records as u64, first + 9));
+		}
+	}
+}
+
+#[test]
+fn a_clean_stop_and_a_crash_with_every_intent_file_leave_no_false_alarm() {
+	let dir = tempfile::tempdir().unwrap();
+	let (_, _, pending) = with_two_pending_files(dir.path());
+	let store = open_with(dir.path(), false).expect("nothing is missing");
+	assert_eq!(store.len(), 13);
+	assert!(pending.iter().all(|statement| store.has_statement(&statement.hash())));
+	drop(store);
+	assert_eq!(open_with(dir.path(), false).unwrap().len(), 13);
+	assert!(intent::read_mark(dir.path()).is_some());
+}
+
 #[test]
 fn a_damaged_posting_list_never_answers_with_a_statement_of_another_topic_or_a_missing_one() {
 	let dir = tempfile::tempdir().unwrap();
