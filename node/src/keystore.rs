@@ -120,6 +120,9 @@ impl Keystore {
 				keystore.load(&public);
 			}
 		}
+		for warning in loose_permissions(&keystore.dir) {
+			log::warn!("{warning}");
+		}
 		Ok(keystore)
 	}
 
@@ -231,6 +234,46 @@ impl Keystore {
 	}
 }
 
+/// What in the keystore `dir` others than its owner may read or change: the directory
+/// itself, or a key file (secret keys). The node writes 0700 and 0600; a directory made
+/// before, or a file copied in, may be looser. One line each, naming the fix.
+pub fn loose_permissions(dir: &Path) -> Vec<String> {
+	#[cfg(unix)]
+	{
+		use std::os::unix::fs::PermissionsExt;
+		let loose = |path: &Path| {
+			let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+			(mode & 0o077 != 0).then_some(mode)
+		};
+		let mut found = Vec::new();
+		if let Some(mode) = loose(dir) {
+			found.push(format!(
+				"the keystore {} is open to other users (mode {mode:04o}): run `chmod 700` on it",
+				dir.display()
+			));
+		}
+		for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+			let path = entry.path();
+			if !path.is_file() {
+				continue;
+			}
+			if let Some(mode) = loose(&path) {
+				found.push(format!(
+					"the key file {} is open to other users (mode {mode:04o}): it holds a \
+					 secret key; run `chmod 600` on it",
+					path.display()
+				));
+			}
+		}
+		found
+	}
+	#[cfg(not(unix))]
+	{
+		let _ = dir;
+		Vec::new()
+	}
+}
+
 impl statement_store::Decryptor for Keystore {
 	fn decrypt(&self, key: &DecryptionKey, data: &[u8]) -> Option<Vec<u8>> {
 		let pair = self.statement_pair(key)?;
@@ -324,6 +367,24 @@ mod tests {
 		assert_eq!(std::fs::read_dir(&keystore_dir).unwrap().count(), 1, "no partial file left");
 		let reopened = Keystore::open(keystore_dir, false).unwrap();
 		assert!(reopened.has_key(STATEMENT, &public));
+	}
+
+	#[cfg(unix)]
+	#[test]
+	fn a_keystore_open_to_other_users_is_named_with_the_fix() {
+		use std::os::unix::fs::PermissionsExt;
+		let dir = tempfile::tempdir().unwrap();
+		let keystore_dir = dir.path().join("keystore");
+		let keystore = Keystore::open(keystore_dir.clone(), false).unwrap();
+		keystore.insert_statement_key(key("//Loose")).unwrap();
+		assert!(loose_permissions(&keystore_dir).is_empty(), "the node writes 0700 and 0600");
+		std::fs::set_permissions(&keystore_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+		let file = std::fs::read_dir(&keystore_dir).unwrap().next().unwrap().unwrap().path();
+		std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+		let found = loose_permissions(&keystore_dir);
+		assert_eq!(found.len(), 2, "{found:?}");
+		assert!(found[0].contains("mode 0777") && found[0].contains("chmod 700"), "{found:?}");
+		assert!(found[1].contains("mode 0644") && found[1].contains("chmod 600"), "{found:?}");
 	}
 
 	#[test]

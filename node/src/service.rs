@@ -20,6 +20,7 @@ const MAINTENANCE_PERIOD: Duration = Duration::from_secs(30);
 
 /// Run the node until SIGINT or SIGTERM.
 pub fn run(cmd: RunCmd) -> Result<(), Error> {
+	raise_fd_limit();
 	// A temporary base path (`--tmp`, or `--dev` without `-d`) is removed only after the
 	// runtime, and with it the store's last handle, is gone: the store writes its last
 	// checkpoint and membership snapshot into it while it closes.
@@ -265,6 +266,56 @@ impl Shutdown {
 		#[cfg(not(unix))]
 		if let Err(err) = tokio::signal::ctrl_c().await {
 			log::error!("cannot listen for Ctrl-C, shutting down: {err}");
+		}
+	}
+}
+
+/// Below this many file descriptors a node is easy to starve (each peer, RPC client and
+/// database file takes some): Substrate warns under the same figure.
+const RECOMMENDED_FD_LIMIT: u64 = 10_000;
+
+/// Raise the soft limit on open file descriptors to the hard limit, as a Substrate node does
+/// at start: the common default soft limit (1,024) is used up by about a thousand idle
+/// connections, after which the p2p listener stops accepting. Logs the figure it runs with.
+fn raise_fd_limit() {
+	#[cfg(unix)]
+	{
+		let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+		if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+			log::warn!(
+				"cannot read the file descriptor limit: {}",
+				std::io::Error::last_os_error()
+			);
+			return;
+		}
+		let before = limit.rlim_cur;
+		// macOS refuses a soft limit above OPEN_MAX whatever the hard limit says.
+		#[cfg(target_os = "macos")]
+		let wanted = limit.rlim_max.min(libc::OPEN_MAX as libc::rlim_t);
+		#[cfg(not(target_os = "macos"))]
+		let wanted = limit.rlim_max;
+		if before < wanted {
+			limit.rlim_cur = wanted;
+			if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+				log::warn!(
+					"cannot raise the file descriptor limit from {before} to {wanted}: {}",
+					std::io::Error::last_os_error()
+				);
+				limit.rlim_cur = before;
+			}
+		}
+		let now = limit.rlim_cur as u64;
+		if now != before as u64 {
+			log::info!("File descriptor limit raised from {before} to {now}");
+		} else {
+			log::info!("File descriptor limit: {now}");
+		}
+		if now < RECOMMENDED_FD_LIMIT {
+			log::warn!(
+				"The file descriptor limit ({now}, the hard limit) is low: a few hundred idle \
+				 connections can exhaust it. Raise it to at least {RECOMMENDED_FD_LIMIT} \
+				 (`ulimit -Hn`, or LimitNOFILE= in a systemd unit)."
+			);
 		}
 	}
 }

@@ -208,3 +208,33 @@ async fn the_subscription_past_the_per_connection_limit_is_refused_with_a_clear_
 	let health: Value = ws.request("system_health", rpc_params![]).await.unwrap();
 	assert_eq!(health["peers"], json!(0), "the connection stays usable");
 }
+
+/// A soft descriptor limit below the hard one (the common 1,024 default, here 256) is raised
+/// to the hard limit at start, as a Substrate node does, and the figure is logged.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_soft_file_descriptor_limit_is_raised_to_the_hard_limit_at_start() {
+	use std::os::unix::process::CommandExt;
+	let mut hard = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+	assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) }, 0);
+	if hard.rlim_max <= 256 {
+		eprintln!("skipped: the hard descriptor limit ({}) leaves nothing to raise", hard.rlim_max);
+		return;
+	}
+	let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_statement-node"));
+	unsafe {
+		command.pre_exec(|| {
+			let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+			libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+			limit.rlim_cur = 256;
+			if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+				return Err(std::io::Error::last_os_error());
+			}
+			Ok(())
+		});
+	}
+	let (node, startup) = Node::start_command(command, &["--dev", "--no-prometheus"]);
+	let raised = format!("File descriptor limit raised from 256 to {}", hard.rlim_max);
+	assert!(startup.iter().any(|line| line.contains(&raised)), "{raised:?} not in {startup:#?}");
+	assert!(node.stop().success());
+}

@@ -189,6 +189,25 @@ async fn an_inserted_key_decrypts_at_once_and_after_a_restart() {
 			error(http.request("author_insertKey", rpc_params!["stm", suri, hex(&public.0)]).await);
 		assert_eq!(code, 1040, "a key type must be four characters, as in Substrate");
 		assert!(!has_key(&http, &public.0, "stmt").await, "nothing was written");
+		// Other key types are kept for the operator, but only real keys: not any string.
+		let (code, message) = error(
+			http.request("author_insertKey", rpc_params!["babe", "not a key", hex(&[7; 32])]).await,
+		);
+		assert_eq!(code, -32602, "{message}");
+		assert!(message.contains("not a valid secret URI"), "{message}");
+		let sr_public = sr25519::Pair::from_string("//Babe", None).unwrap().public();
+		let (code, message) = error(
+			http.request("author_insertKey", rpc_params!["babe", "//Babe", hex(&[7; 32])]).await,
+		);
+		assert_eq!(code, -32602, "{message}");
+		assert!(message.contains("does not give the public key"), "{message}");
+		assert!(!has_key(&http, &[7; 32], "babe").await, "nothing was written");
+		let inserted: Value = http
+			.request("author_insertKey", rpc_params!["babe", "//Babe", hex(&sr_public.0)])
+			.await
+			.unwrap();
+		assert_eq!(inserted, Value::Null);
+		assert!(has_key(&http, &sr_public.0, "babe").await);
 
 		let inserted: Value = http
 			.request("author_insertKey", rpc_params!["stmt", suri, hex(&public.0)])
@@ -229,12 +248,28 @@ async fn keystore_path_files_are_used_and_a_malformed_one_is_reported_once() {
 	let broken = ed25519_public("//Broken");
 	let broken_name = format!("73746d74{}", ::hex::encode(broken.0));
 	std::fs::write(keys.join(&broken_name), "{not json").unwrap();
+	// As a key file copied in with a umask of 022 would be.
+	let good_file = keys.join(format!("73746d74{}", ::hex::encode(good.0)));
+	std::fs::set_permissions(
+		&good_file,
+		<std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644),
+	)
+	.unwrap();
 	let keys_path = keys.to_str().unwrap();
 	let (node, startup) =
 		Node::start_logged(&["--dev", "--no-prometheus", "--keystore-path", keys_path]);
 	let said = |text: &str| startup.iter().filter(|line| line.contains(text)).count();
 	assert_eq!(said(&format!("Keystore: {keys_path} (7 statement keys)")), 1, "{startup:#?}");
-	assert_eq!(said(&broken_name), 1, "one warning for the malformed file: {startup:#?}");
+	let malformed = |line: &&String| line.contains(&broken_name) && !line.contains("other users");
+	assert_eq!(
+		startup.iter().filter(malformed).count(),
+		1,
+		"one warning for the malformed file: {startup:#?}"
+	);
+	// Written here with the default mode (0644), as a copied key file would be: named.
+	let good_name = format!("73746d74{}", ::hex::encode(good.0));
+	let loose = format!("{good_name} is open to other users (mode 0644)");
+	assert_eq!(said(&loose), 1, "{startup:#?}");
 
 	let http = client(&node);
 	let t = topic("from a file");

@@ -61,6 +61,7 @@ fn insert_key(keystore: &Keystore, params: &Params) -> Result<(), ErrorObjectOwn
 		}
 		keystore.insert_statement_key(key)
 	} else {
+		check_other_key(&suri, &public.0)?;
 		keystore.insert_other(key_type, &suri, &public)
 	};
 	written.map_err(|err| {
@@ -71,6 +72,30 @@ fn insert_key(keystore: &Keystore, params: &Params) -> Result<(), ErrorObjectOwn
 			None::<()>,
 		)
 	})
+}
+
+/// A key of a type this node does not use is kept for the node's operator, as Substrate
+/// keeps it, but only if it is one: the secret URI must give the public key under one of the
+/// schemes Substrate's key types use (sr25519, ed25519, ecdsa). Anything else (a typo, a
+/// string that is no secret at all) is refused rather than written to disk.
+fn check_other_key(suri: &str, public: &[u8]) -> Result<(), ErrorObjectOwned> {
+	use sp_core::{ecdsa, ed25519, sr25519, Pair};
+	fn gives<P: Pair>(suri: &str, public: &[u8]) -> Option<bool> {
+		P::from_string(suri, None).ok().map(|pair| pair.public().as_ref() == public)
+	}
+	let answers = [
+		gives::<sr25519::Pair>(suri, public),
+		gives::<ed25519::Pair>(suri, public),
+		gives::<ecdsa::Pair>(suri, public),
+	];
+	match answers {
+		_ if answers.contains(&Some(true)) => Ok(()),
+		[None, None, None] => Err(invalid("the secret URI is not a valid secret URI")),
+		_ => Err(invalid(format!(
+			"the secret URI does not give the public key 0x{} under sr25519, ed25519 or ecdsa",
+			hex::encode(public)
+		))),
+	}
 }
 
 /// A key type as Substrate reads it: exactly four bytes (here also ASCII, as every key type

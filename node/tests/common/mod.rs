@@ -60,7 +60,13 @@ impl Node {
 	/// Start the node as [`Node::start`] does, and return with it its log lines up to and
 	/// including the one naming the RPC address (which `start` reads past).
 	pub fn start_logged(args: &[&str]) -> (Node, Vec<String>) {
-		let mut child = Command::new(env!("CARGO_BIN_EXE_statement-node"))
+		Node::start_command(Command::new(env!("CARGO_BIN_EXE_statement-node")), args)
+	}
+
+	/// Start `command` (the node's binary, set up by the caller) as [`Node::start_logged`]
+	/// does.
+	pub fn start_command(mut command: Command, args: &[&str]) -> (Node, Vec<String>) {
+		let mut child = command
 			.args(args)
 			.args(["--rpc-port", "0", "--listen-addr", "/ip4/127.0.0.1/tcp/0"])
 			.stdout(Stdio::null())

@@ -21,7 +21,7 @@
 //! | `statement_postedClear` | topics, key | decrypted data |
 //! | `statement_broadcastsStatement`, `statement_postedStatement`, `statement_postedClearStatement` | as above | encoded statements |
 //! | `statement_dump` (unsafe) | - | every encoded statement; an error naming `statement_dumpPage` if they would not fit in one response |
-//! | `statement_dumpPage` (unsafe) | cursor (`null` to start), limit (at most 1,000) | `{"statements": [...], "next": cursor or null}` |
+//! | `statement_dumpPage` (unsafe) | cursor (`null` to start), limit (1 to 1,000) | `{"statements": [...], "next": cursor or null}` |
 //! | `statement_remove` (unsafe) | hash | `null` |
 //! | `statement_subscribeStatement` | `TopicFilter` | `statement_statement` notifications |
 //!
@@ -247,7 +247,7 @@ fn register(
 		let params = Positional::of(&params)?;
 		let after = params.cursor(0)?;
 		let limit = params.limit(1)?;
-		let limit = limit.unwrap_or(DUMP_PAGE_MAX).clamp(1, DUMP_PAGE_MAX);
+		let limit = limit.unwrap_or(DUMP_PAGE_MAX).min(DUMP_PAGE_MAX);
 		let page =
 			rpc.store.statements_page(after, limit, rpc.max_answer_bytes()).map_err(store_error)?;
 		let statements: Vec<Bytes> =

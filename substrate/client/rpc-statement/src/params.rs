@@ -285,14 +285,17 @@ impl Positional {
 		})
 	}
 
-	/// `statement_dumpPage`'s limit: `null` (or absent) for the most, else a whole number; more
-	/// than [`DUMP_PAGE_MAX`] reads as that, 0 as 1.
+	/// `statement_dumpPage`'s limit: `null` (or absent) for the most, else a whole number from
+	/// 1; more than [`DUMP_PAGE_MAX`] reads as that. 0 asks for nothing and is refused (a page
+	/// of one would not be what was asked, and an empty one would never move on).
 	pub fn limit(&self, position: usize) -> Result<Option<usize>, ParamError> {
 		let Some(value) = self.optional(position) else { return Ok(None) };
-		let limit = value.as_u64().map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+		let limit =
+			value.as_u64().filter(|n| *n > 0).map(|n| usize::try_from(n).unwrap_or(usize::MAX));
 		limit.map(Some).ok_or_else(|| {
 			let given = if value.is_number() { shown(value) } else { kind(value).into() };
-			let forms = format!("null or a whole number (at most {DUMP_PAGE_MAX} are returned)");
+			let forms =
+				format!("null or a whole number from 1 (at most {DUMP_PAGE_MAX} are returned)");
 			Fault::expected(forms, given).of("limit")
 		})
 	}
@@ -492,7 +495,11 @@ mod tests {
 		);
 		assert_eq!(
 			message("[null, -1]", |p| p.limit(1)),
-			"bad limit: expected null or a whole number (at most 1000 are returned), got -1"
+			"bad limit: expected null or a whole number from 1 (at most 1000 are returned), got -1"
+		);
+		assert_eq!(
+			message("[null, 0]", |p| p.limit(1)),
+			"bad limit: expected null or a whole number from 1 (at most 1000 are returned), got 0"
 		);
 	}
 
