@@ -304,8 +304,8 @@ fn raise_fd_limit() {
 				limit.rlim_cur = before;
 			}
 		}
-		let now = limit.rlim_cur as u64;
-		if now != before as u64 {
+		let now = limit.rlim_cur;
+		if now != before {
 			log::info!("File descriptor limit raised from {before} to {now}");
 		} else {
 			log::info!("File descriptor limit: {now}");
