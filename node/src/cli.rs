@@ -202,6 +202,11 @@ pub struct RunCmd {
 	/// and removals go on) until space returns, so a full disk never stops the node.
 	#[arg(long, value_name = "MIB", default_value_t = statement_store::DEFAULT_MIN_FREE_BYTES >> 20)]
 	pub statement_store_min_free_mib: u64,
+	/// MiB that the live queues of all statement subscribers may hold together; past it the
+	/// subscribers furthest behind are dropped with the lag error, so stuck readers cannot
+	/// exhaust memory however many there are.
+	#[arg(long, value_name = "MIB", default_value_t = statement_store::DEFAULT_SUBSCRIPTION_BUDGET_BYTES / MIB)]
+	pub statement_subscription_memory_mib: usize,
 	/// After a crash, if the store's intent log lacks acknowledged changes (an intent file
 	/// removed, or damaged records), redo the intact ones and keep the files aside as
 	/// `*.damaged` instead of refusing to start.

@@ -116,6 +116,20 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 		metrics.subscriptions,
 	);
 	gauge(
+		"substrate_statement_store_subscription_queued_bytes",
+		"Bytes queued for subscribers that have not read them yet, all together (bounded by \
+		 --statement-subscription-memory-mib).",
+		"gauge",
+		metrics.subscription_queued_bytes,
+	);
+	gauge(
+		"substrate_statement_store_subscriptions_dropped_for_budget_total",
+		"Subscribers dropped, furthest behind first, because all queues together were past \
+		 their budget.",
+		"counter",
+		metrics.subscriptions_dropped_for_budget,
+	);
+	gauge(
 		"substrate_statement_store_corrupt_total",
 		"Statements found damaged on disk when read and left out of answers.",
 		"counter",

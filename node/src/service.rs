@@ -95,6 +95,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	config.body_cache_bytes = cmd.statement_store_body_cache_mib.saturating_mul(MIB);
 	config.sync_wal = cmd.statement_store_sync_wal;
 	config.min_free_bytes = cmd.statement_store_min_free_mib.saturating_mul(MIB as u64);
+	config.subscription_budget_bytes = cmd.statement_subscription_memory_mib.saturating_mul(MIB);
 	config.skip_intent_gaps = cmd.statement_store_skip_intent_gaps;
 	config.decryptor = Some(keystore.clone());
 	let store = Store::open(config, Arc::new(allowances))

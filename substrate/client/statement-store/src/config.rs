@@ -74,6 +74,9 @@ pub struct Config {
 	/// Bytes of disk kept free: below this, new statements are refused (reads, removals and
 	/// maintenance go on) until space returns. See `disk`.
 	pub min_free_bytes: u64,
+	/// Bytes all subscribers' live queues may hold together: past it, the subscribers
+	/// furthest behind are dropped with the lag error (see `subscription`).
+	pub subscription_budget_bytes: usize,
 	/// Longest time between checkpoints, which close parity-db's current log file and apply
 	/// it to the tables; a checkpoint also runs early after [`Config::checkpoint_bytes`].
 	pub checkpoint_period: Duration,
@@ -118,6 +121,9 @@ pub const DEFAULT_CHECKPOINT_BYTES: u64 = 1024 * 1024;
 pub const DEFAULT_SNAPSHOT_CHANGES: u64 = 100_000;
 /// Or every ten minutes when anything changed.
 pub const DEFAULT_SNAPSHOT_PERIOD: Duration = Duration::from_secs(600);
+/// 64 MiB for all subscription queues together: 64 subscribers a full 1 MiB behind, or
+/// thousands a little behind, on a small node.
+pub const DEFAULT_SUBSCRIPTION_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// 128 MiB of disk kept free: what parity-db's log and a checkpoint need, and room to spare.
 pub const DEFAULT_MIN_FREE_BYTES: u64 = 128 * 1024 * 1024;
 /// 16 MiB of statement bodies (about 40,000 statements of 256 data bytes).
@@ -137,6 +143,7 @@ impl Config {
 			sync_wal: false,
 			skip_intent_gaps: false,
 			min_free_bytes: DEFAULT_MIN_FREE_BYTES,
+			subscription_budget_bytes: DEFAULT_SUBSCRIPTION_BUDGET_BYTES,
 			checkpoint_period: DEFAULT_CHECKPOINT_PERIOD,
 			checkpoint_bytes: DEFAULT_CHECKPOINT_BYTES,
 			snapshot_changes: DEFAULT_SNAPSHOT_CHANGES,

@@ -43,6 +43,12 @@ pub struct MetricsSnapshot {
 	pub pending_bytes: u64,
 	/// Open subscriptions.
 	pub subscriptions: u64,
+	/// Bytes queued for subscribers, all together (bounded by
+	/// `Config::subscription_budget_bytes`).
+	pub subscription_queued_bytes: u64,
+	/// Subscribers dropped since the store opened because all queues together were past
+	/// their budget.
+	pub subscriptions_dropped_for_budget: u64,
 	/// Bytes free on the database's disk at the last measurement.
 	pub disk_free_bytes: u64,
 	/// Whether that is below the reserve, so new statements are refused.

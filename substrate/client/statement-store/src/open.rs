@@ -213,6 +213,7 @@ impl Store {
 		let disk = Arc::new(DiskGuard::new(path.clone(), config.min_free_bytes));
 		let threads = WritebackThreads::start(writeback.clone(), disk.clone(), DRAIN_PERIOD)
 			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
+		let subscription_budget = config.subscription_budget_bytes;
 		let inner = Inner {
 			threads,
 			cache: PostingCache::new(config.cache_bytes),
@@ -226,7 +227,7 @@ impl Store {
 			writer,
 			membership,
 			allowances,
-			subscriptions: Subscriptions::default(),
+			subscriptions: Subscriptions::with_budget(subscription_budget),
 			metrics: Metrics::default(),
 			keyed: AtomicBool::new(keyed),
 			banned: AtomicBool::new(banned),

@@ -129,6 +129,9 @@ impl Store {
 			(self.inner.cache.used_bytes() + self.inner.bodies.used_bytes()) as u64;
 		snapshot.pending_bytes = self.inner.writeback.pending_bytes();
 		snapshot.subscriptions = self.inner.subscriptions.len() as u64;
+		let (queued, dropped) = self.inner.subscriptions.usage();
+		snapshot.subscription_queued_bytes = queued as u64;
+		snapshot.subscriptions_dropped_for_budget = dropped;
 		(snapshot.disk_free_bytes, snapshot.disk_low) = self.inner.disk.state();
 		snapshot
 	}

@@ -15,6 +15,12 @@
 //! drops the subscriber instead, frees its queue and makes its next read fail with
 //! [`Error::Lagged`], as Substrate closes lagging subscriptions. An encoding queued for many
 //! subscribers is shared, not copied. Dropping a [`Subscription`] forgets it at once.
+//!
+//! All queues together are bounded too ([`crate::Config::subscription_budget_bytes`]): each
+//! subscriber's bound alone would let many stuck subscribers (100 connections x 1,024
+//! subscriptions) hold gigabytes. A commit that takes the sum past the budget drops the
+//! subscribers furthest behind (largest queues first) until the sum is under seven eighths
+//! of it, with the same lag error. Gossip's own watcher is not counted.
 
 use crate::{
 	paging::PAGE_IDS,
@@ -29,7 +35,7 @@ use statement_primitives::{
 use std::{
 	collections::VecDeque,
 	sync::{
-		atomic::{AtomicU64, Ordering},
+		atomic::{AtomicU64, AtomicUsize, Ordering},
 		Arc,
 	},
 };
@@ -63,6 +69,9 @@ struct Queue {
 	state: Mutex<QueueState>,
 	ready: Notify,
 	bound: usize,
+	/// Bytes queued for every budgeted subscriber together (see the module documentation);
+	/// `None` for a queue outside the budget.
+	total: Option<Arc<AtomicUsize>>,
 }
 
 #[derive(Default)]
@@ -79,19 +88,49 @@ impl Queue {
 	fn push(&self, item: &Encoded) -> bool {
 		let mut state = self.state.lock();
 		if !state.items.is_empty() && state.bytes + item.len() > self.bound {
-			state.items = VecDeque::new();
-			state.bytes = 0;
-			state.lagged = true;
-			drop(state);
-			self.ready.notify_one();
+			self.lag(state);
 			return false;
 		}
 		state.bytes += item.len();
 		state.peak = state.peak.max(state.bytes);
 		state.items.push_back(item.clone());
+		self.counted(item.len() as isize);
 		drop(state);
 		self.ready.notify_one();
 		true
+	}
+
+	/// Empty the queue and mark the subscriber lagging (its next read fails).
+	fn lag(&self, mut state: parking_lot::MutexGuard<'_, QueueState>) {
+		self.counted(-(state.bytes as isize));
+		state.items = VecDeque::new();
+		state.bytes = 0;
+		state.lagged = true;
+		drop(state);
+		self.ready.notify_one();
+	}
+
+	/// Bytes queued now.
+	fn bytes(&self) -> usize {
+		self.state.lock().bytes
+	}
+
+	/// The queue is going away: its bytes leave the budget.
+	fn release(&self) {
+		let mut state = self.state.lock();
+		self.counted(-(state.bytes as isize));
+		state.items = VecDeque::new();
+		state.bytes = 0;
+	}
+
+	fn counted(&self, delta: isize) {
+		if let Some(total) = &self.total {
+			if delta >= 0 {
+				total.fetch_add(delta as usize, Ordering::Relaxed);
+			} else {
+				total.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+			}
+		}
 	}
 
 	/// Queued statements up to `max_bytes` (at least one), or the lag error.
@@ -110,6 +149,7 @@ impl Queue {
 			out.extend(state.items.pop_front());
 		}
 		state.bytes -= bytes;
+		self.counted(-(bytes as isize));
 		Ok(out)
 	}
 }
@@ -121,13 +161,41 @@ struct Subscriber {
 }
 
 /// The open subscriptions.
-#[derive(Default)]
 pub struct Subscriptions {
 	subscribers: Mutex<Vec<Subscriber>>,
 	next_id: AtomicU64,
+	/// Bytes queued for budgeted subscribers, all together.
+	queued: Arc<AtomicUsize>,
+	/// The most `queued` may reach before the subscribers furthest behind are dropped.
+	budget: usize,
+	/// Subscribers dropped to keep within the budget, since the store opened.
+	dropped_for_budget: AtomicU64,
+}
+
+impl Default for Subscriptions {
+	fn default() -> Self {
+		Subscriptions::with_budget(usize::MAX)
+	}
 }
 
 impl Subscriptions {
+	/// No subscriptions yet; all queues together hold at most `budget` bytes.
+	pub fn with_budget(budget: usize) -> Self {
+		Subscriptions {
+			subscribers: Mutex::default(),
+			next_id: AtomicU64::default(),
+			queued: Arc::default(),
+			budget,
+			dropped_for_budget: AtomicU64::default(),
+		}
+	}
+
+	/// Bytes queued for all budgeted subscribers now, and how many subscribers were dropped
+	/// to keep within the budget.
+	pub fn usage(&self) -> (usize, u64) {
+		(self.queued.load(Ordering::Relaxed), self.dropped_for_budget.load(Ordering::Relaxed))
+	}
+
 	/// Hand newly committed statements to matching subscribers; drop those that lag. Called
 	/// while the view lock is held exclusively.
 	pub fn notify<'a>(&self, added: impl Iterator<Item = (&'a Record, &'a Vec<u8>)>) {
@@ -135,6 +203,53 @@ impl Subscriptions {
 		if subscribers.is_empty() {
 			return;
 		}
+		self.push_all(&mut subscribers, added);
+		if self.queued.load(Ordering::Relaxed) > self.budget {
+			self.shed(&mut subscribers);
+		}
+	}
+
+	/// Drop the budgeted subscribers furthest behind until the queues together are under
+	/// seven eighths of the budget.
+	fn shed(&self, subscribers: &mut Vec<Subscriber>) {
+		let target = self.budget - self.budget / 8;
+		let mut behind: Vec<(usize, u64)> = subscribers
+			.iter()
+			.filter(|subscriber| subscriber.queue.total.is_some())
+			.map(|subscriber| (subscriber.queue.bytes(), subscriber.id))
+			.collect();
+		behind.sort_unstable_by(|a, b| b.cmp(a));
+		let mut dropped = std::collections::HashSet::new();
+		let mut left = self.queued.load(Ordering::Relaxed);
+		for (bytes, id) in behind {
+			if left <= target {
+				break;
+			}
+			left = left.saturating_sub(bytes);
+			dropped.insert(id);
+		}
+		subscribers.retain(|subscriber| {
+			if !dropped.contains(&subscriber.id) {
+				return true;
+			}
+			subscriber.queue.lag(subscriber.queue.state.lock());
+			false
+		});
+		let count = dropped.len() as u64;
+		let total = self.dropped_for_budget.fetch_add(count, Ordering::Relaxed) + count;
+		log::debug!(
+			target: "statement-store",
+			"subscription queues past their budget of {} bytes: dropped the {count} furthest \
+			 behind ({total} so far)",
+			self.budget
+		);
+	}
+
+	fn push_all<'a>(
+		&self,
+		subscribers: &mut Vec<Subscriber>,
+		added: impl Iterator<Item = (&'a Record, &'a Vec<u8>)>,
+	) {
 		for (record, encoding) in added {
 			let mut shared: Option<Encoded> = None;
 			subscribers.retain(|subscriber| {
@@ -161,17 +276,28 @@ impl Subscriptions {
 		self.subscribers.lock().len()
 	}
 
-	/// Register a subscriber; the caller holds the view lock (shared).
-	fn add(&self, filter: TopicFilter, bound: usize) -> (u64, Arc<Queue>) {
+	/// Register a subscriber, counted in the budget if `budgeted`; the caller holds the view
+	/// lock (shared).
+	fn add(&self, filter: TopicFilter, bound: usize, budgeted: bool) -> (u64, Arc<Queue>) {
 		let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-		let queue =
-			Arc::new(Queue { state: Mutex::default(), ready: Notify::new(), bound: bound.max(1) });
+		let queue = Arc::new(Queue {
+			state: Mutex::default(),
+			ready: Notify::new(),
+			bound: bound.max(1),
+			total: budgeted.then(|| self.queued.clone()),
+		});
 		self.subscribers.lock().push(Subscriber { id, filter, queue: queue.clone() });
 		(id, queue)
 	}
 
 	fn remove(&self, id: u64) {
-		self.subscribers.lock().retain(|subscriber| subscriber.id != id);
+		self.subscribers.lock().retain(|subscriber| {
+			if subscriber.id != id {
+				return true;
+			}
+			subscriber.queue.release();
+			false
+		});
 	}
 }
 
@@ -185,7 +311,7 @@ impl Subscription {
 		below: Id,
 		replay_total: u64,
 	) -> Subscription {
-		let (id, queue) = store.inner.subscriptions.add(filter.clone(), queue_bytes);
+		let (id, queue) = store.inner.subscriptions.add(filter.clone(), queue_bytes, true);
 		Subscription {
 			store: store.clone(),
 			id,
@@ -321,7 +447,7 @@ impl Store {
 	/// replay: what gossip propagates.
 	pub fn watch_admissions(&self, queue_bytes: usize) -> Subscription {
 		let _view = self.inner.view.read();
-		let (id, queue) = self.inner.subscriptions.add(TopicFilter::Any, queue_bytes);
+		let (id, queue) = self.inner.subscriptions.add(TopicFilter::Any, queue_bytes, false);
 		Subscription {
 			store: self.clone(),
 			id,
@@ -385,7 +511,7 @@ mod tests {
 	use super::*;
 
 	fn queue(bound: usize) -> Queue {
-		Queue { state: Mutex::default(), ready: Notify::new(), bound }
+		Queue { state: Mutex::default(), ready: Notify::new(), bound, total: None }
 	}
 
 	#[test]

@@ -68,6 +68,51 @@ fn a_subscriber_that_never_reads_is_dropped_past_its_queue_bound_and_forgotten()
 	assert_eq!(reader.try_next_live(usize::MAX).unwrap().len(), 1);
 }
 
+/// Many stuck subscribers, each within its own bound, together past the store's budget: the
+/// ones furthest behind are dropped first with the lag error, the queues together never hold
+/// more than the budget, and a subscriber that reads is never dropped.
+#[test]
+fn stuck_subscribers_together_stay_within_one_budget_furthest_behind_dropped_first() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let mut config = config(dir.path(), &clock);
+	let budget = 64 * 1024;
+	config.subscription_budget_bytes = budget;
+	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
+	let reader = store.subscribe_with_queue(TopicFilter::Any, 1 << 20).unwrap();
+	let mut stuck = Vec::new();
+	let mut peak = 0;
+	let mut read = 0;
+	// A new stuck subscriber every 4 statements: the earlier, the further behind. Each one's
+	// own bound (1 MiB) is never reached; only the budget is.
+	for n in 0..400u32 {
+		if n % 4 == 0 {
+			stuck.push(store.subscribe_with_queue(TopicFilter::Any, 1 << 20).unwrap());
+		}
+		submit_all(&store, n, n + 1, 500);
+		let queued = store.metrics().subscription_queued_bytes as usize;
+		peak = peak.max(queued);
+		read += reader.try_next_live(usize::MAX).expect("a reader is never dropped").len();
+	}
+	assert!(peak <= budget, "the queues together held {peak} bytes, past the budget of {budget}");
+	assert_eq!(read, 400, "the reader got every statement");
+	let lagged: Vec<bool> = stuck.iter().map(Subscription::is_lagged).collect();
+	let dropped = lagged.iter().filter(|lagged| **lagged).count();
+	assert!(dropped > 0, "the budget never dropped anyone");
+	assert_eq!(store.metrics().subscriptions_dropped_for_budget, dropped as u64);
+	// Dropped in order of how far behind they were: the oldest ones, and no younger one before
+	// an older one.
+	assert!(lagged[0], "{lagged:?}");
+	assert!(!lagged[lagged.len() - 1], "{lagged:?}");
+	let first_kept = lagged.iter().position(|lagged| !lagged).unwrap();
+	assert!(lagged[first_kept..].iter().all(|lagged| !lagged), "{lagged:?}");
+	assert!(matches!(stuck[0].try_next_live(usize::MAX), Err(Error::Lagged { .. })));
+	// Dropping the rest gives their bytes back.
+	drop(stuck);
+	assert_eq!(store.metrics().subscription_queued_bytes, 0);
+	reader.try_next_live(usize::MAX).unwrap();
+}
+
 #[test]
 fn dropping_a_subscription_forgets_it_at_once() {
 	let dir = tempfile::tempdir().unwrap();
