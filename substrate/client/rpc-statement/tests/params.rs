@@ -124,7 +124,14 @@ async fn every_bad_parameter_is_named_with_what_was_expected_and_given() {
 		(
 			"statement_dumpPage",
 			json!([null, "10"]),
-			"bad limit: expected null or a whole number (at most 1000 are returned), got a string"
+			"bad limit: expected null or a whole number from 1 (at most 1000 are returned), got a \
+			 string"
+				.into(),
+		),
+		(
+			"statement_dumpPage",
+			json!([null, 0]),
+			"bad limit: expected null or a whole number from 1 (at most 1000 are returned), got 0"
 				.into(),
 		),
 		(
