@@ -129,22 +129,69 @@ fn reserve_range(file: &std::fs::File, _from: u64, to: u64) -> std::io::Result<(
 	Ok(())
 }
 
-/// Open the existing fixed-size file behind a map (an index or reference count table) at
-/// exactly `len` bytes, every block allocated.
-pub fn fit_existing(file: &std::fs::File, len: u64) -> Result<()> {
-	if try_io!(file.metadata()).len() > len {
-		try_io!(file.set_len(len));
-	}
-	try_io!(reserve(file, 0, len));
-	Ok(())
+/// Blocks of a fixed-size sparse file (an index or reference count table, mostly empty while
+/// a column is small) allocated a region at a time, the first time a write goes there.
+/// Reserving the whole file would take tens of MiB per column on a new database; reserving
+/// nothing would let the first write to a page fault on a full disk. (statement-store patch)
+#[derive(Debug)]
+pub struct Regions {
+	file: std::fs::File,
+	len: u64,
+	done: Vec<AtomicU64>,
 }
 
-/// Create the fixed-size file behind a new map at `len` bytes, every block allocated; on a
-/// background worker this waits for disk space (see [`until_space`]).
-pub fn create_reserved(path: &std::path::Path, len: u64) -> Result<std::fs::File> {
-	let file = try_io!(std::fs::OpenOptions::new().write(true).read(true).create(true).open(path));
-	until_space(&format_args!("creating {}", path.display()), || reserve(&file, 0, len))?;
-	Ok(file)
+/// Whether reading a hole of `file` through a map allocates a block (tmpfs).
+#[cfg(target_os = "linux")]
+fn reads_allocate(file: &std::fs::File) -> bool {
+	use std::os::unix::io::AsRawFd;
+	const TMPFS_MAGIC: i64 = 0x0102_1994;
+	let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+	unsafe { libc::fstatfs(file.as_raw_fd(), &mut stat) == 0 && stat.f_type as i64 == TMPFS_MAGIC }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reads_allocate(_file: &std::fs::File) -> bool {
+	false
+}
+
+/// Bytes allocated at once by [`Regions::ensure`].
+const REGION_BYTES: u64 = 64 * 1024;
+
+impl Regions {
+	/// `file`, `len` bytes long (sparse), with no region allocated yet.
+	pub fn new(file: std::fs::File, len: u64) -> Regions {
+		let regions = len.div_ceil(REGION_BYTES);
+		Regions { file, len, done: (0..regions.div_ceil(64)).map(|_| AtomicU64::new(0)).collect() }
+	}
+
+	/// Allocate what must be there before the file is used: the first `header` bytes (written
+	/// in place), or, on a file system where even *reading* a hole through a map takes a
+	/// block (tmpfs: a read fault allocates a page, and faults with SIGBUS when it is full),
+	/// the whole file.
+	pub fn ensure_initial(&self, header: u64, what: &dyn std::fmt::Display) -> Result<()> {
+		let len = if reads_allocate(&self.file) { self.len } else { header };
+		self.ensure(0, len, what)
+	}
+
+	/// Allocate the blocks under `offset..offset + len` that no earlier call did. On a full
+	/// disk an error (on a background worker: a wait, see [`until_space`]).
+	pub fn ensure(&self, offset: u64, len: u64, what: &dyn std::fmt::Display) -> Result<()> {
+		if len == 0 {
+			return Ok(())
+		}
+		for region in offset / REGION_BYTES..=(offset + len - 1) / REGION_BYTES {
+			let (word, bit) = ((region / 64) as usize, 1u64 << (region % 64));
+			let Some(done) = self.done.get(word) else { continue };
+			if done.load(Ordering::Acquire) & bit != 0 {
+				continue
+			}
+			let start = region * REGION_BYTES;
+			let end = (start + REGION_BYTES).min(self.len);
+			until_space(what, || reserve(&self.file, start, end))?;
+			done.fetch_or(bit, Ordering::Release);
+		}
+		Ok(())
+	}
 }
 
 /// Whether `error` says the disk (or the user's quota) has no room left.

@@ -67,6 +67,8 @@ pub struct RefCountTable {
 	pub id: RefCountTableId,
 	map: RwLock<Option<Mmap>>,
 	path: std::path::PathBuf,
+	/// The file's blocks, allocated as writes reach them (statement-store patch).
+	regions: RwLock<Option<crate::file::Regions>>,
 }
 
 fn total_entries(index_bits: u8) -> u64 {
@@ -152,16 +154,25 @@ impl RefCountTable {
 			Ok(file) => file,
 		};
 
-		crate::file::fit_existing(&file, file_size(id.index_bits()))?;
+		let len = file_size(id.index_bits());
+		try_io!(file.set_len(len));
 		let map = Mmap::map(&file)?;
+		let regions = crate::file::Regions::new(file, len);
+		// The header and statistics are written in place: their blocks go first.
+		regions.ensure_initial(META_SIZE as u64, &format_args!("opening {}", path.display()))?;
 		log::debug!(target: "parity-db", "Opened existing refcount table {}", id);
-		Ok(Some(RefCountTable { id, path, map: RwLock::new(Some(map)) }))
+		Ok(Some(RefCountTable {
+			id,
+			path,
+			map: RwLock::new(Some(map)),
+			regions: RwLock::new(Some(regions)),
+		}))
 	}
 
 	pub fn create_new(path: &std::path::Path, id: RefCountTableId) -> RefCountTable {
 		let mut path: std::path::PathBuf = path.into();
 		path.push(id.file_name());
-		RefCountTable { id, path, map: RwLock::new(None) }
+		RefCountTable { id, path, map: RwLock::new(None), regions: RwLock::new(None) }
 	}
 
 	fn chunk_at(index: u64, map: &Mmap) -> Result<&Chunk> {
@@ -353,20 +364,33 @@ impl RefCountTable {
 
 	pub fn enact_plan(&self, index: u64, log: &mut LogReader) -> Result<()> {
 		if self.map.read().is_none() {
-			// Created with its blocks allocated, outside the lock: waiting for disk space must
-			// not stop readers. Only the commit worker enacts. (statement-store patch)
-			let file =
-				crate::file::create_reserved(self.path.as_path(), file_size(self.id.index_bits()))?;
+			// Created sparse, its header's blocks allocated, outside the lock: waiting for disk
+			// space must not stop readers. Only the commit worker enacts. (statement-store
+			// patch)
+			let len = file_size(self.id.index_bits());
+			let file = try_io!(std::fs::OpenOptions::new()
+				.write(true)
+				.read(true)
+				.create(true)
+				.open(self.path.as_path()));
+			try_io!(file.set_len(len));
+			let map = Mmap::map(&file)?;
+			let regions = crate::file::Regions::new(file, len);
+			regions.ensure_initial(META_SIZE as u64, &format_args!("creating {}", self.id))?;
 			let mut wmap = self.map.write();
 			if wmap.is_none() {
 				log::debug!(target: "parity-db", "Created new ref count {}", self.id);
-				*wmap = Some(Mmap::map(&file)?);
+				*wmap = Some(map);
+				*self.regions.write() = Some(regions);
 			}
+		}
+		let offset = META_SIZE + index as usize * CHUNK_LEN;
+		if let Some(regions) = &*self.regions.read() {
+			regions.ensure(offset as u64, CHUNK_LEN as u64, &format_args!("writing {}", self.id))?;
 		}
 		let map = self.map.upgradable_read();
 
 		let map = map.as_ref().unwrap();
-		let offset = META_SIZE + index as usize * CHUNK_LEN;
 		// SAFETY: Writes happen under a shared lock, but all chunks that are being written are
 		// accessed through the log overlay in other threads, so no other slice of this range
 		// exists.
