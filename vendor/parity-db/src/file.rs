@@ -214,15 +214,6 @@ pub fn wait_for_space_on_this_thread(shutdown: Arc<AtomicBool>) {
 	WAIT_FOR_SPACE.with(|wait| *wait.borrow_mut() = Some(shutdown));
 }
 
-/// Whether some background worker of any database is waiting for disk space now.
-static WAITING_FOR_SPACE: AtomicU64 = AtomicU64::new(0);
-
-/// How many background workers are waiting for disk space now, in every database of this
-/// process.
-pub fn workers_waiting_for_space() -> u64 {
-	WAITING_FOR_SPACE.load(Ordering::Relaxed)
-}
-
 /// Run `op`; while it fails for lack of disk space on a background worker's thread, wait and
 /// run it again, until it succeeds or the database shuts down. `op` must be safe to repeat
 /// after a failure. Elsewhere (opening, a caller's thread) the first failure is returned.
@@ -236,7 +227,6 @@ pub fn until_space<T>(
 		let error = match op() {
 			Ok(value) => {
 				if let Some(since) = waited {
-					WAITING_FOR_SPACE.fetch_sub(1, Ordering::Relaxed);
 					log::info!(
 						target: "parity-db",
 						"Disk space is back: {what} done after waiting {:.1?}",
@@ -252,13 +242,9 @@ pub fn until_space<T>(
 				wait.borrow().as_ref().map_or(false, |shutdown| !shutdown.load(Ordering::SeqCst))
 			});
 		if !keep_waiting {
-			if waited.is_some() {
-				WAITING_FOR_SPACE.fetch_sub(1, Ordering::Relaxed);
-			}
 			return try_io!(Err(error))
 		}
 		if waited.is_none() {
-			WAITING_FOR_SPACE.fetch_add(1, Ordering::Relaxed);
 			log::warn!(
 				target: "parity-db",
 				"No disk space for {what} ({error}): waiting for space; reads go on",

@@ -29,7 +29,6 @@ pub use db::{check::CheckOptions, Db, Operation, TreeReader, Value};
 #[cfg(feature = "instrumentation")]
 pub use error::set_number_of_allowed_io_operations;
 pub use error::{Error, Result};
-pub use file::workers_waiting_for_space;
 pub use migration::{clear_column, migrate};
 pub use multitree::{Children, NewNode, NodeAddress, NodeRef};
 pub use options::{ColumnOptions, Options};

@@ -140,10 +140,16 @@ fn mark_bytes(seq: u64) -> [u8; 16] {
 }
 
 /// Rewrite the mark in place: 16 bytes at offset 0 of a file that already has them needs no
-/// new block, so a full disk does not fail it.
-fn write_mark(mut file: &File, seq: u64, sync: bool) -> std::io::Result<()> {
-	file.seek(SeekFrom::Start(0))?;
-	file.write_all(&mark_bytes(seq))?;
+/// new block, so a full disk does not fail it. One `pwrite` on unix (it runs on every submit).
+fn write_mark(file: &File, seq: u64, sync: bool) -> std::io::Result<()> {
+	#[cfg(unix)]
+	std::os::unix::fs::FileExt::write_all_at(file, &mark_bytes(seq), 0)?;
+	#[cfg(not(unix))]
+	{
+		let mut file = file;
+		file.seek(SeekFrom::Start(0))?;
+		file.write_all(&mark_bytes(seq))?;
+	}
 	if sync {
 		file.sync_data()?;
 	}
