@@ -29,6 +29,8 @@ use multiaddr::Multiaddr;
 use std::{fmt::Debug, sync::Arc, time::Duration};
 
 pub(crate) mod common;
+// statement-store: bounds on accepted connections; listeners that outlive accept errors.
+pub mod inbound;
 #[cfg(feature = "quic")]
 pub mod quic;
 pub mod tcp;

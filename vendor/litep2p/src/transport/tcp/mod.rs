@@ -25,6 +25,7 @@ use crate::{
     error::{DialError, Error},
     transport::{
         common::listener::{DialAddresses, GetSocketAddr, SocketListener, TcpAddress},
+        inbound::{InboundPermit, ListenerPause},
         manager::TransportHandle,
         tcp::{
             config::Config,
@@ -132,6 +133,13 @@ pub(crate) struct TcpTransport {
 
     /// DNS resolver.
     resolver: Arc<TokioResolver>,
+
+    /// The slots of accepted connections not yet handed to their connection task
+    /// (statement-store).
+    permits: HashMap<ConnectionId, InboundPermit>,
+
+    /// The listener's pause after a failed accept (statement-store).
+    listener_pause: ListenerPause,
 }
 
 impl TcpTransport {
@@ -306,6 +314,8 @@ impl TransportBuilder for TcpTransport {
                 pending_raw_connections: FuturesStream::new(),
                 cancel_futures: HashMap::new(),
                 resolver,
+                permits: HashMap::new(),
+                listener_pause: ListenerPause::default(),
             },
             listen_addresses,
         ))
@@ -375,6 +385,7 @@ impl Transport for TcpTransport {
     }
 
     fn reject_pending(&mut self, connection_id: ConnectionId) -> crate::Result<()> {
+        self.permits.remove(&connection_id);
         self.pending_inbound_connections.remove(&connection_id).map_or_else(
             || {
                 tracing::error!(
@@ -410,23 +421,28 @@ impl Transport for TcpTransport {
 
         let peer = context.peer();
         let endpoint = context.endpoint().clone();
+        let permit = self.permits.remove(&connection_id);
 
         Ok(Box::pin(async move {
             // First, notify all protocols about the connection establishment
             // This ensures that when the accept() future completes, protocols are ready
             protocol_set.report_connection_established(peer, endpoint).await?;
 
-            // After protocols are notified, spawn the connection event loop
-            executor.run(Box::pin(
-                TcpConnection::new(context, protocol_set, bandwidth_sink, next_substream_id)
-                    .start(),
-            ));
+            // After protocols are notified, spawn the connection event loop; an inbound
+            // connection holds its slot until it closes (statement-store).
+            let connection =
+                TcpConnection::new(context, protocol_set, bandwidth_sink, next_substream_id);
+            executor.run(Box::pin(async move {
+                let _permit = permit;
+                connection.start().await
+            }));
 
             Ok(())
         }))
     }
 
     fn reject(&mut self, connection_id: ConnectionId) -> crate::Result<()> {
+        self.permits.remove(&connection_id);
         self.pending_open
             .remove(&connection_id)
             .map_or(Err(Error::ConnectionDoesntExist(connection_id)), |_| Ok(()))
@@ -575,26 +591,39 @@ impl Stream for TcpTransport {
     type Item = TransportEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Poll::Ready(event) = self.listener.poll_next_unpin(cx) {
-            return match event {
+        // statement-store: a failed accept pauses the listener instead of ending it, and a
+        // connection past the inbound limits is closed as soon as it is accepted.
+        while self.listener_pause.ready(cx) {
+            let Poll::Ready(event) = self.listener.poll_next_unpin(cx) else { break };
+            match event {
                 None => {
                     tracing::error!(
                         target: LOG_TARGET,
                         "TCP listener terminated, ignore if the node is stopping",
                     );
 
-                    Poll::Ready(None)
+                    return Poll::Ready(None);
                 }
                 Some(Err(error)) => {
-                    tracing::error!(
-                        target: LOG_TARGET,
-                        ?error,
-                        "TCP listener terminated with error",
-                    );
-
-                    Poll::Ready(None)
+                    let limits = self.config.inbound_limits.clone();
+                    self.listener_pause.failed(&error, limits.as_deref(), LOG_TARGET);
                 }
                 Some(Ok((connection, address))) => {
+                    self.listener_pause.accepted();
+                    let permit = match &self.config.inbound_limits {
+                        None => None,
+                        Some(limits) => match limits.admit(address.ip()) {
+                            Some(permit) => Some(permit),
+                            None => {
+                                tracing::debug!(
+                                    target: LOG_TARGET,
+                                    ?address,
+                                    "inbound connection over the limits, closed",
+                                );
+                                continue;
+                            }
+                        },
+                    };
                     let connection_id = self.context.next_connection_id();
                     tracing::trace!(
                         target: LOG_TARGET,
@@ -603,6 +632,9 @@ impl Stream for TcpTransport {
                         "pending inbound TCP connection",
                     );
 
+                    if let Some(permit) = permit {
+                        self.permits.insert(connection_id, permit);
+                    }
                     self.pending_inbound_connections.insert(
                         connection_id,
                         PendingInboundConnection {
@@ -611,11 +643,11 @@ impl Stream for TcpTransport {
                         },
                     );
 
-                    Poll::Ready(Some(TransportEvent::PendingInboundConnection {
+                    return Poll::Ready(Some(TransportEvent::PendingInboundConnection {
                         connection_id,
-                    }))
+                    }));
                 }
-            };
+            }
         }
 
         while let Poll::Ready(Some(result)) = self.pending_raw_connections.poll_next_unpin(cx) {
@@ -703,6 +735,7 @@ impl Stream for TcpTransport {
                             error,
                         }));
                     } else {
+                        self.permits.remove(&connection_id);
                         tracing::debug!(target: LOG_TARGET, ?error, ?connection_id, "Pending inbound connection failed");
                     }
                 }

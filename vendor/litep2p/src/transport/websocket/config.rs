@@ -87,6 +87,12 @@ pub struct Config {
     /// [`ConfigBuilder::with_max_parallel_dials`](crate::config::ConfigBuilder::with_max_parallel_dials)
     /// when building `Litep2p`.
     pub max_parallel_dials: usize,
+
+    /// Bounds on accepted connections by remote address and in total, which also count
+    /// failed accepts (statement-store). Several transports may share one.
+    ///
+    /// Defaults to `None`: no bound, accept errors only logged.
+    pub inbound_limits: Option<std::sync::Arc<crate::transport::inbound::InboundLimits>>,
 }
 
 impl Default for Config {
@@ -104,6 +110,7 @@ impl Default for Config {
             connection_open_timeout: CONNECTION_OPEN_TIMEOUT,
             substream_open_timeout: SUBSTREAM_OPEN_TIMEOUT,
             max_parallel_dials: MAX_PARALLEL_DIALS,
+            inbound_limits: None,
         }
     }
 }

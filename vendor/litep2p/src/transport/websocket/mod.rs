@@ -24,6 +24,7 @@ use crate::{
     error::{AddressError, Error, NegotiationError},
     transport::{
         common::listener::{DialAddresses, GetSocketAddr, SocketListener, WebSocketAddress},
+        inbound::{InboundPermit, ListenerPause},
         manager::TransportHandle,
         websocket::{
             config::Config,
@@ -130,6 +131,13 @@ pub(crate) struct WebSocketTransport {
 
     /// DNS resolver.
     resolver: Arc<TokioResolver>,
+
+    /// The slots of accepted connections not yet handed to their connection task
+    /// (statement-store).
+    permits: HashMap<ConnectionId, InboundPermit>,
+
+    /// The listener's pause after a failed accept (statement-store).
+    listener_pause: ListenerPause,
 }
 
 impl WebSocketTransport {
@@ -333,6 +341,8 @@ impl TransportBuilder for WebSocketTransport {
                 pending_raw_connections: FuturesStream::new(),
                 cancel_futures: HashMap::new(),
                 resolver,
+                permits: HashMap::new(),
+                listener_pause: ListenerPause::default(),
             },
             listen_addresses,
         ))
@@ -415,27 +425,31 @@ impl Transport for WebSocketTransport {
 
         let peer = context.peer();
         let endpoint = context.endpoint();
+        let permit = self.permits.remove(&connection_id);
 
         Ok(Box::pin(async move {
             // First, notify all protocols about the connection establishment
             protocol_set.report_connection_established(peer, endpoint).await?;
 
-            // After protocols are notified, spawn the connection event loop
-            executor.run(Box::pin(
-                WebSocketConnection::new(
-                    context,
-                    protocol_set,
-                    bandwidth_sink,
-                    substream_open_timeout,
-                )
-                .start(),
-            ));
+            // After protocols are notified, spawn the connection event loop; an inbound
+            // connection holds its slot until it closes (statement-store).
+            let connection = WebSocketConnection::new(
+                context,
+                protocol_set,
+                bandwidth_sink,
+                substream_open_timeout,
+            );
+            executor.run(Box::pin(async move {
+                let _permit = permit;
+                connection.start().await
+            }));
 
             Ok(())
         }))
     }
 
     fn reject(&mut self, connection_id: ConnectionId) -> crate::Result<()> {
+        self.permits.remove(&connection_id);
         self.pending_open
             .remove(&connection_id)
             .map_or(Err(Error::ConnectionDoesntExist(connection_id)), |_| Ok(()))
@@ -458,6 +472,7 @@ impl Transport for WebSocketTransport {
     }
 
     fn reject_pending(&mut self, connection_id: ConnectionId) -> crate::Result<()> {
+        self.permits.remove(&connection_id);
         self.pending_inbound_connections.remove(&connection_id).map_or_else(
             || {
                 tracing::error!(
@@ -618,26 +633,39 @@ impl Stream for WebSocketTransport {
     type Item = TransportEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Poll::Ready(event) = self.listener.poll_next_unpin(cx) {
-            return match event {
+        // statement-store: a failed accept pauses the listener instead of ending it, and a
+        // connection past the inbound limits is closed as soon as it is accepted.
+        while self.listener_pause.ready(cx) {
+            let Poll::Ready(event) = self.listener.poll_next_unpin(cx) else { break };
+            match event {
                 None => {
                     tracing::error!(
                         target: LOG_TARGET,
                         "Websocket listener terminated, ignore if the node is stopping",
                     );
 
-                    Poll::Ready(None)
+                    return Poll::Ready(None);
                 }
                 Some(Err(error)) => {
-                    tracing::error!(
-                        target: LOG_TARGET,
-                        ?error,
-                        "Websocket listener terminated with error",
-                    );
-
-                    Poll::Ready(None)
+                    let limits = self.config.inbound_limits.clone();
+                    self.listener_pause.failed(&error, limits.as_deref(), LOG_TARGET);
                 }
                 Some(Ok((connection, address))) => {
+                    self.listener_pause.accepted();
+                    let permit = match &self.config.inbound_limits {
+                        None => None,
+                        Some(limits) => match limits.admit(address.ip()) {
+                            Some(permit) => Some(permit),
+                            None => {
+                                tracing::debug!(
+                                    target: LOG_TARGET,
+                                    ?address,
+                                    "inbound connection over the limits, closed",
+                                );
+                                continue;
+                            }
+                        },
+                    };
                     let connection_id = self.context.next_connection_id();
                     tracing::trace!(
                         target: LOG_TARGET,
@@ -646,6 +674,9 @@ impl Stream for WebSocketTransport {
                         "pending inbound Websocket connection",
                     );
 
+                    if let Some(permit) = permit {
+                        self.permits.insert(connection_id, permit);
+                    }
                     self.pending_inbound_connections.insert(
                         connection_id,
                         PendingInboundConnection {
@@ -654,11 +685,11 @@ impl Stream for WebSocketTransport {
                         },
                     );
 
-                    Poll::Ready(Some(TransportEvent::PendingInboundConnection {
+                    return Poll::Ready(Some(TransportEvent::PendingInboundConnection {
                         connection_id,
-                    }))
+                    }));
                 }
-            };
+            }
         }
 
         while let Poll::Ready(Some(result)) = self.pending_raw_connections.poll_next_unpin(cx) {
@@ -746,6 +777,7 @@ impl Stream for WebSocketTransport {
                             error,
                         }));
                     } else {
+                        self.permits.remove(&connection_id);
                         tracing::debug!(target: LOG_TARGET, ?error, ?connection_id, "Pending inbound connection failed");
                     }
                 }
