@@ -253,6 +253,15 @@ pub struct RunCmd {
 	/// counted).
 	#[arg(long, value_name = "COUNT", default_value_t = statement_network::DEFAULT_OUT_PEERS)]
 	pub out_peers: usize,
+	/// Connections one remote address (an IPv4 address, an IPv6 /64) may hold open to this
+	/// node at once, handshaking or established; more are closed as soon as they are
+	/// accepted. Raise it to run more than this many local nodes against one node.
+	#[arg(long, value_name = "COUNT", default_value_t = statement_network::DEFAULT_MAX_CONNECTIONS_PER_IP, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+	pub max_connections_per_ip: usize,
+	/// Connections all remote addresses together may hold open to this node at once
+	/// [default: 1024, or half the file descriptor limit if that is lower].
+	#[arg(long, value_name = "COUNT", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+	pub max_inbound_connections: Option<usize>,
 	/// Do not look for peers with Kademlia: only boot and reserved nodes, and peers that
 	/// connect, become peers.
 	#[arg(long)]

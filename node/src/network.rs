@@ -30,8 +30,40 @@ fn addresses<'a>(
 	Ok(out)
 }
 
-/// The network config of this run.
-pub fn config(cmd: &RunCmd, spec: &ChainSpec, base: &Path) -> Result<Config, Error> {
+/// The bound on inbound connections: the flag if given (with a warning if it leaves fewer than
+/// half the descriptors to the rest of the node), otherwise the default or half the
+/// descriptor limit, whichever is lower.
+pub fn max_inbound_connections(flag: Option<usize>, fd_limit: Option<u64>) -> usize {
+	let half = fd_limit.map_or(usize::MAX, |limit| (limit / 2).max(1) as usize);
+	match flag {
+		Some(count) => {
+			if count > half {
+				log::warn!(
+					"--max-inbound-connections {count} is more than half the file descriptor \
+					 limit: idle connections can then starve the database and RPC of descriptors"
+				);
+			}
+			count
+		}
+		None if half < statement_network::DEFAULT_MAX_INBOUND_CONNECTIONS => {
+			log::warn!(
+				"Inbound connections bounded at {half}, half the file descriptor limit \
+				 (default {})",
+				statement_network::DEFAULT_MAX_INBOUND_CONNECTIONS
+			);
+			half
+		}
+		None => statement_network::DEFAULT_MAX_INBOUND_CONNECTIONS,
+	}
+}
+
+/// The network config of this run, with `fd_limit` the soft descriptor limit it runs with.
+pub fn config(
+	cmd: &RunCmd,
+	spec: &ChainSpec,
+	base: &Path,
+	fd_limit: Option<u64>,
+) -> Result<Config, Error> {
 	let node_key = match (&cmd.node_key, &cmd.node_key_file) {
 		(Some(hex), _) => identity::secret_from_hex(hex)?,
 		(None, Some(file)) => identity::secret_from_file(file)?,
@@ -49,6 +81,8 @@ pub fn config(cmd: &RunCmd, spec: &ChainSpec, base: &Path) -> Result<Config, Err
 	config.in_peers = cmd.in_peers;
 	config.out_peers = cmd.out_peers;
 	config.discovery = !cmd.no_discovery;
+	config.max_connections_per_ip = cmd.max_connections_per_ip;
+	config.max_inbound_connections = max_inbound_connections(cmd.max_inbound_connections, fd_limit);
 	config.fork_id = spec.fork_id.clone();
 	config.node_name = cmd.name.clone().unwrap_or_else(|| "statement-node".into());
 	config.version = if cmd.statement_protocol_version == 1 { Version::V1 } else { Version::V2 };
@@ -96,7 +130,7 @@ mod tests {
 		let mut spec = ChainSpec::load("local").unwrap();
 		spec.boot_nodes = vec![bob.into()];
 		let dir = tempfile::tempdir().unwrap();
-		let config = config(&cmd, &spec, dir.path()).unwrap();
+		let config = config(&cmd, &spec, dir.path(), None).unwrap();
 		let boot: Vec<String> = config.boot_nodes.iter().map(ToString::to_string).collect();
 		assert_eq!(boot, [alice, bob, bob]);
 		assert_eq!(config.listen_addresses[0].to_string(), "/ip4/0.0.0.0/tcp/0/ws");
@@ -112,8 +146,8 @@ mod tests {
 	fn without_a_key_flag_the_node_keeps_one_key_under_its_base_path() {
 		let spec = ChainSpec::load("local").unwrap();
 		let dir = tempfile::tempdir().unwrap();
-		let first = config(&run(&[]), &spec, dir.path()).unwrap();
-		let second = config(&run(&[]), &spec, dir.path()).unwrap();
+		let first = config(&run(&[]), &spec, dir.path(), None).unwrap();
+		let second = config(&run(&[]), &spec, dir.path(), None).unwrap();
 		assert_eq!(first.node_key, second.node_key);
 		assert!(key_path(dir.path(), &spec).is_file());
 		assert_eq!(first.listen_addresses[0].to_string(), "/ip4/0.0.0.0/tcp/30333");
@@ -123,7 +157,7 @@ mod tests {
 	fn light_topics_versions_slots_and_the_fork_id_reach_the_network_config() {
 		let spec = ChainSpec::load("local").unwrap();
 		let dir = tempfile::tempdir().unwrap();
-		let full = config(&run(&[]), &spec, dir.path()).unwrap();
+		let full = config(&run(&[]), &spec, dir.path(), None).unwrap();
 		assert_eq!((full.version, full.light_topics.clone()), (Version::V2, None));
 		assert_eq!((full.in_peers, full.out_peers, full.discovery), (32, 8, true));
 		let hex_topic = format!("0x{}", "ab".repeat(32));
@@ -141,7 +175,7 @@ mod tests {
 		]);
 		let mut spec = spec;
 		spec.fork_id = Some("fork-1".into());
-		let light = config(&cmd, &spec, dir.path()).unwrap();
+		let light = config(&cmd, &spec, dir.path(), None).unwrap();
 		let greetings = Topic(sp_crypto_hashing::blake2_256(b"greetings"));
 		assert_eq!(light.light_topics, Some(vec![greetings, Topic([0xab; 32])]));
 		assert_eq!((light.version, light.in_peers, light.out_peers), (Version::V1, 3, 2));
@@ -156,11 +190,34 @@ mod tests {
 	}
 
 	#[test]
+	fn inbound_connections_are_bounded_by_the_flags_and_half_the_descriptor_limit() {
+		let spec = ChainSpec::load("local").unwrap();
+		let dir = tempfile::tempdir().unwrap();
+		let plain = config(&run(&[]), &spec, dir.path(), Some(1 << 20)).unwrap();
+		assert_eq!(plain.max_connections_per_ip, statement_network::DEFAULT_MAX_CONNECTIONS_PER_IP);
+		assert_eq!(
+			plain.max_inbound_connections,
+			statement_network::DEFAULT_MAX_INBOUND_CONNECTIONS
+		);
+		let starved = config(&run(&[]), &spec, dir.path(), Some(256)).unwrap();
+		assert_eq!(starved.max_inbound_connections, 128);
+		let asked = run(&["--max-connections-per-ip", "4", "--max-inbound-connections", "5000"]);
+		let asked = config(&asked, &spec, dir.path(), Some(256)).unwrap();
+		assert_eq!((asked.max_connections_per_ip, asked.max_inbound_connections), (4, 5000));
+		assert!(crate::cli::Cli::try_parse_from([
+			"statement-node",
+			"--max-connections-per-ip",
+			"0"
+		])
+		.is_err());
+	}
+
+	#[test]
 	fn a_bootnode_without_a_peer_id_is_a_clear_error() {
 		let spec = ChainSpec::load("local").unwrap();
 		let dir = tempfile::tempdir().unwrap();
-		let err =
-			config(&run(&["--bootnodes", "/ip4/127.0.0.1/tcp/1"]), &spec, dir.path()).unwrap_err();
+		let err = config(&run(&["--bootnodes", "/ip4/127.0.0.1/tcp/1"]), &spec, dir.path(), None)
+			.unwrap_err();
 		assert!(err.to_string().contains("/p2p/<PeerId>"), "{err}");
 	}
 }

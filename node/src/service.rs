@@ -20,7 +20,7 @@ const MAINTENANCE_PERIOD: Duration = Duration::from_secs(30);
 
 /// Run the node until SIGINT or SIGTERM.
 pub fn run(cmd: RunCmd) -> Result<(), Error> {
-	raise_fd_limit();
+	let fd_limit = raise_fd_limit();
 	// A temporary base path (`--tmp`, or `--dev` without `-d`) is removed only after the
 	// runtime, and with it the store's last handle, is gone: the store writes its last
 	// checkpoint and membership snapshot into it while it closes.
@@ -41,7 +41,11 @@ pub fn run(cmd: RunCmd) -> Result<(), Error> {
 		.thread_name("statement-node")
 		.build()
 		.map_err(Error::Runtime)?;
-	let result = runtime.block_on(run_async(cmd, tmp.as_ref().map(|dir| dir.path().to_path_buf())));
+	let result = runtime.block_on(run_async(
+		cmd,
+		tmp.as_ref().map(|dir| dir.path().to_path_buf()),
+		fd_limit,
+	));
 	// The store closes when its last handle goes, and tasks on the runtime hold handles.
 	drop(runtime);
 	if result.is_ok() {
@@ -51,7 +55,11 @@ pub fn run(cmd: RunCmd) -> Result<(), Error> {
 	result
 }
 
-async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<(), Error> {
+async fn run_async(
+	cmd: RunCmd,
+	tmp_base: Option<std::path::PathBuf>,
+	fd_limit: Option<u64>,
+) -> Result<(), Error> {
 	let started = SystemTime::now();
 	// Installed before anything else, so a signal during startup is not the default "die".
 	let shutdown = Shutdown::install()?;
@@ -109,7 +117,7 @@ async fn run_async(cmd: RunCmd, tmp_base: Option<std::path::PathBuf>) -> Result<
 	let maintenance =
 		store.spawn_maintenance(&tokio::runtime::Handle::current(), MAINTENANCE_PERIOD);
 
-	let network_config = network::config(&cmd, &spec, &base_path)?;
+	let network_config = network::config(&cmd, &spec, &base_path, fd_limit)?;
 	let boot_nodes = network_config.boot_nodes.len();
 	let should_have_peers = boot_nodes > 0 || !network_config.reserved_nodes.is_empty();
 	let network =
@@ -277,8 +285,8 @@ const RECOMMENDED_FD_LIMIT: u64 = 10_000;
 
 /// Raise the soft limit on open file descriptors to the hard limit, as a Substrate node does
 /// at start: the common default soft limit (1,024) is used up by about a thousand idle
-/// connections, after which the p2p listener stops accepting. Logs the figure it runs with.
-fn raise_fd_limit() {
+/// connections. Logs the figure it runs with, and returns it where there is one.
+fn raise_fd_limit() -> Option<u64> {
 	#[cfg(unix)]
 	{
 		let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -287,7 +295,7 @@ fn raise_fd_limit() {
 				"cannot read the file descriptor limit: {}",
 				std::io::Error::last_os_error()
 			);
-			return;
+			return None;
 		}
 		let before = limit.rlim_cur;
 		// macOS refuses a soft limit above OPEN_MAX whatever the hard limit says.
@@ -318,5 +326,8 @@ fn raise_fd_limit() {
 				 (`ulimit -Hn`, or LimitNOFILE= in a systemd unit)."
 			);
 		}
+		Some(now)
 	}
+	#[cfg(not(unix))]
+	None
 }

@@ -106,6 +106,13 @@ pub use interest::{Interest, InterestGuard};
 pub use litep2p::{types::multiaddr::Multiaddr, PeerId};
 pub use metrics::Metrics;
 pub use peerset::{DEFAULT_IN_PEERS, DEFAULT_OUT_PEERS};
+
+/// Default of [`Config::max_connections_per_ip`]: a node behind one address that runs a few
+/// dozen peers still fits; a single host cannot take the inbound slots.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 32;
+
+/// Default of [`Config::max_inbound_connections`].
+pub const DEFAULT_MAX_INBOUND_CONNECTIONS: usize = 1_024;
 pub use wire::{
 	protocol_name, Role, Version, MAX_NOTIFICATION_SIZE, MAX_STATEMENTS_PER_NOTIFICATION,
 	MIN_ENCODED_STATEMENT,
@@ -205,6 +212,12 @@ pub struct Config {
 	pub watch_queue_bytes: usize,
 	/// Received statements that may wait for validation ([`MAX_PENDING_VALIDATIONS`]).
 	pub validation_queue: usize,
+	/// Accepted connections one remote address (an IPv4 address, an IPv6 /64) may hold at
+	/// once, handshaking or established. More are closed as soon as they are accepted.
+	pub max_connections_per_ip: usize,
+	/// Accepted connections all addresses together may hold at once. Keep it well below the
+	/// file descriptor limit: each takes one.
+	pub max_inbound_connections: usize,
 }
 
 impl Config {
@@ -230,6 +243,8 @@ impl Config {
 			source: StatementSource::Network,
 			watch_queue_bytes: DEFAULT_WATCH_QUEUE_BYTES,
 			validation_queue: MAX_PENDING_VALIDATIONS,
+			max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+			max_inbound_connections: DEFAULT_MAX_INBOUND_CONNECTIONS,
 		}
 	}
 }

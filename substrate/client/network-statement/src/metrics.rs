@@ -133,6 +133,14 @@ pub struct Metrics {
 	pub invalid_received: Value,
 	/// Peers dropped and banned for their standing.
 	pub peers_banned: Value,
+	/// Accepted connections open now, at any stage (gauge).
+	pub inbound_connections: Value,
+	/// Connections closed on accept: their address had its share.
+	pub inbound_refused_address: Value,
+	/// Connections closed on accept: all inbound slots were taken.
+	pub inbound_refused_total: Value,
+	/// Failed accepts (no descriptor left...); the listener pauses and tries again.
+	pub accept_errors: Value,
 }
 
 impl Default for Metrics {
@@ -165,6 +173,10 @@ impl Default for Metrics {
 			bad_notifications: Value::default(),
 			invalid_received: Value::default(),
 			peers_banned: Value::default(),
+			inbound_connections: Value::default(),
+			inbound_refused_address: Value::default(),
+			inbound_refused_total: Value::default(),
+			accept_errors: Value::default(),
 		}
 	}
 }
@@ -290,6 +302,24 @@ impl Metrics {
 			"counter",
 			"Peers dropped and banned.",
 			&self.peers_banned,
+		);
+		one(
+			"statement_network_inbound_connections",
+			"gauge",
+			"Accepted connections open now, handshaking or established.",
+			&self.inbound_connections,
+		);
+		one(
+			"statement_network_listener_accept_errors_total",
+			"counter",
+			"Failed accepts (such as no file descriptor left); the listener pauses and tries again.",
+			&self.accept_errors,
+		);
+		let _ = writeln!(
+			out,
+			"# HELP statement_network_inbound_refused_total Connections closed on accept, by the limit they met.\n# TYPE statement_network_inbound_refused_total counter\nstatement_network_inbound_refused_total{{limit=\"per_address\"}} {}\nstatement_network_inbound_refused_total{{limit=\"total\"}} {}",
+			self.inbound_refused_address.get(),
+			self.inbound_refused_total.get()
 		);
 		let _ = writeln!(
 			out,

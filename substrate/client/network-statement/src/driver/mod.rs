@@ -25,7 +25,10 @@ use litep2p::{
 		ConfigBuilder as NotificationConfigBuilder, NotificationEvent, NotificationHandle,
 		NotificationSink, ValidationResult,
 	},
-	transport::{tcp::config::Config as TcpConfig, websocket::config::Config as WsConfig},
+	transport::{
+		inbound::InboundLimits, tcp::config::Config as TcpConfig,
+		websocket::config::Config as WsConfig,
+	},
 	types::{multiaddr::Protocol, protocol::ProtocolName},
 	Litep2p, Litep2pEvent,
 };
@@ -170,10 +173,22 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		.with_sync_channel_size(2)
 		.build();
 	let (discovery, discovery_config) = Discovery::new(&config, local_peer_id);
+	// One set of bounds for both transports: a connection takes a descriptor from accept on.
+	let inbound = InboundLimits::new(config.max_connections_per_ip, config.max_inbound_connections);
 	let mut litep2p_config = ConfigBuilder::new()
 		.with_keypair(keypair)
-		.with_tcp(TcpConfig { listen_addresses: tcp, nodelay: true, ..Default::default() })
-		.with_websocket(WsConfig { listen_addresses: ws, nodelay: true, ..Default::default() })
+		.with_tcp(TcpConfig {
+			listen_addresses: tcp,
+			nodelay: true,
+			inbound_limits: Some(inbound.clone()),
+			..Default::default()
+		})
+		.with_websocket(WsConfig {
+			listen_addresses: ws,
+			nodelay: true,
+			inbound_limits: Some(inbound.clone()),
+			..Default::default()
+		})
 		.with_notification_protocol(notification)
 		.with_libp2p_ping(discovery_config.ping)
 		.with_libp2p_identify(discovery_config.identify);
@@ -259,6 +274,7 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		done_tx,
 		done_rx,
 		interest_rx,
+		inbound,
 	};
 	let task = tokio::spawn(worker.run());
 	Ok(Network {
@@ -309,6 +325,8 @@ struct Worker {
 	done_tx: mpsc::UnboundedSender<Done>,
 	done_rx: mpsc::UnboundedReceiver<Done>,
 	interest_rx: Option<mpsc::UnboundedReceiver<crate::affinity::AffinityFilter>>,
+	/// The transports' bounds on accepted connections, read into the metrics each tick.
+	inbound: Arc<InboundLimits>,
 }
 
 impl Worker {
@@ -466,7 +484,12 @@ impl Worker {
 		let now = self.now();
 		self.peerset.tick(now);
 		let (inbound, outbound) = self.peerset.open_streams();
-		self.shared.metrics.discovered_peers.set(self.peerset.known() as u64);
+		let metrics = &self.shared.metrics;
+		metrics.discovered_peers.set(self.peerset.known() as u64);
+		metrics.inbound_connections.set(self.inbound.open() as u64);
+		metrics.inbound_refused_address.set(self.inbound.refused_per_address());
+		metrics.inbound_refused_total.set(self.inbound.refused_total());
+		metrics.accept_errors.set(self.inbound.accept_errors());
 		self.discovery.tick(now, outbound + inbound).await;
 	}
 
