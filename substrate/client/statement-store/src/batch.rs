@@ -506,9 +506,7 @@ impl<'a> Batch<'a> {
 		for (hash, _, _) in &self.added {
 			inner.membership.insert(hash);
 		}
-		inner
-			.subscriptions
-			.notify(self.added.iter().map(|(_, record, encoding)| (record, encoding)));
+		inner.subscriptions.notify(self.added);
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
 		drop(view);
 		if replayed.is_none() {

@@ -175,9 +175,13 @@ impl Store {
 
 	/// The id of the newest admitted statement, 0 before the first. Every statement up to it
 	/// is readable: the writer lock is free only between batches, and a batch is published
-	/// before it lets go.
+	/// before it lets go. Every statement up to it has also been queued for the subscriptions
+	/// and watches it matches (this waits for the matcher thread), so a watch drained after
+	/// this call has delivered all of them.
 	pub fn admission_watermark(&self) -> Id {
-		self.inner.writer.lock().next_id - 1
+		let watermark = self.inner.writer.lock().next_id - 1;
+		self.inner.subscriptions.flush();
+		watermark
 	}
 
 	/// Statements admitted in `(after, upto]`, oldest first, at most `max_bytes` past the

@@ -2,13 +2,23 @@
 //! in bounded memory.
 //!
 //! Ids are handed out in increasing order and never twice. Under the shared view lock a new
-//! subscription notes the id after the newest stored one and registers for the live
-//! stream; commits hand their statements to subscribers inside the exclusive view lock, so
-//! every statement committed before the subscription has a lower id and is replayed, and
-//! every one committed after it has a higher id and is streamed. Replay reads the stored
-//! matches below that id a page at a time as the reader asks (see `paging`); a statement
-//! removed before its page is read is skipped. So no statement falls between the replay and
-//! the live stream, and none comes twice.
+//! subscription notes the id after the newest stored one and the number of the last commit,
+//! and registers for the live stream; each commit is numbered, and hands its statements to
+//! the matcher, inside the exclusive view lock. So every statement committed before the
+//! subscription has a lower id and is replayed, and every one committed after it is in a
+//! commit numbered higher, which the matcher streams to it (commits numbered up to its own
+//! it skips). Replay reads the stored matches below that id a page at a time as the reader
+//! asks (see `paging`); a statement removed before its page is read is skipped. So no
+//! statement falls between the replay and the live stream, and none comes twice.
+//!
+//! Matching is off the write path: a commit pushes its statements onto the matcher's queue
+//! (O(1), the encodings moved, not copied) and the matcher thread (`stmt-match`) queues each
+//! for the subscribers it matches. Subscribers are indexed by topic: `MatchAll` under its
+//! first topic (the others are checked), `MatchAny` under each of its topics, `Any` (and
+//! `MatchAll` of nothing) apart; a statement costs a lookup per topic plus the subscribers
+//! listed there. [`Store::wait_for_matching`] waits until the matcher has caught up, and
+//! [`Store::admission_watermark`] does too, so a watch drained after it holds every
+//! statement up to the watermark.
 //!
 //! Memory: replay holds one page. The live queue of each subscriber is bounded in bytes (the
 //! bound given to [`crate::Store::subscribe_with_queue`]); a commit that would overflow it
@@ -28,14 +38,14 @@ use crate::{
 	schema::{Id, PostingKey, Record},
 	Error, Result, Store,
 };
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use statement_primitives::{
-	check_match_all, StatementSubscription, SubscriptionFuture, Topic, TopicFilter,
+	check_match_all, Hash, StatementSubscription, SubscriptionFuture, Topic, TopicFilter,
 };
 use std::{
-	collections::VecDeque,
+	collections::{HashMap, VecDeque},
 	sync::{
-		atomic::{AtomicU64, AtomicUsize, Ordering},
+		atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
 		Arc,
 	},
 };
@@ -155,15 +165,114 @@ impl Queue {
 }
 
 struct Subscriber {
-	id: u64,
 	filter: TopicFilter,
 	queue: Arc<Queue>,
+	/// Batches numbered up to this one were committed before the subscriber registered: the
+	/// replay has them, the live stream must not.
+	after_batch: u64,
 }
 
-/// The open subscriptions.
-pub struct Subscriptions {
-	subscribers: Mutex<Vec<Subscriber>>,
-	next_id: AtomicU64,
+/// Statements a commit handed to the matcher.
+struct Handed {
+	/// The commit's number: one more than the previous commit's.
+	batch: u64,
+	/// Bytes of the encodings, counted in the backlog.
+	bytes: usize,
+	added: Vec<(Hash, Record, Vec<u8>)>,
+}
+
+/// The subscribers, indexed by what their filters ask for, so a statement costs a lookup per
+/// topic plus the subscribers it matches, not a check of every subscriber.
+#[derive(Default)]
+struct Index {
+	subscribers: HashMap<u64, Subscriber>,
+	/// `Any` and `MatchAll` of no topic: every statement.
+	all: Vec<u64>,
+	/// `MatchAll` under its first topic (the rest are checked), `MatchAny` under each.
+	by_topic: HashMap<Topic, Vec<u64>>,
+}
+
+impl Index {
+	/// Where `filter` is listed: the topics it is found through, or `None` for every
+	/// statement.
+	fn keys(filter: &TopicFilter) -> Option<&[Topic]> {
+		match filter {
+			TopicFilter::Any => None,
+			TopicFilter::MatchAll(topics) if topics.is_empty() => None,
+			TopicFilter::MatchAll(topics) => Some(&topics[..1]),
+			TopicFilter::MatchAny(topics) => Some(topics),
+		}
+	}
+
+	fn insert(&mut self, id: u64, subscriber: Subscriber) {
+		match Index::keys(&subscriber.filter) {
+			None => self.all.push(id),
+			Some(topics) => {
+				for topic in topics {
+					let listed = self.by_topic.entry(*topic).or_default();
+					// A `MatchAny` may name a topic twice: list it once.
+					if listed.last() != Some(&id) {
+						listed.push(id);
+					}
+				}
+			}
+		}
+		self.subscribers.insert(id, subscriber);
+	}
+
+	fn remove(&mut self, id: u64) -> Option<Subscriber> {
+		let subscriber = self.subscribers.remove(&id)?;
+		let unlist = |listed: &mut Vec<u64>| {
+			if let Some(at) = listed.iter().position(|listed| *listed == id) {
+				listed.swap_remove(at);
+			}
+		};
+		match Index::keys(&subscriber.filter) {
+			None => unlist(&mut self.all),
+			Some(topics) => {
+				for topic in topics {
+					if let Some(listed) = self.by_topic.get_mut(topic) {
+						unlist(listed);
+						if listed.is_empty() {
+							self.by_topic.remove(topic);
+						}
+					}
+				}
+			}
+		}
+		Some(subscriber)
+	}
+
+	/// The subscribers `topics` may match, each once, in no particular order.
+	fn candidates(&self, topics: &[Topic], out: &mut Vec<u64>) {
+		out.clear();
+		out.extend_from_slice(&self.all);
+		for topic in topics {
+			if let Some(listed) = self.by_topic.get(topic) {
+				out.extend_from_slice(listed);
+			}
+		}
+		if topics.len() > 1 {
+			out.sort_unstable();
+			out.dedup();
+		}
+	}
+}
+
+/// What the matcher thread and the store share.
+struct Shared {
+	index: Mutex<Index>,
+	/// Commits handed over and not matched yet, oldest first.
+	handed: Mutex<VecDeque<Handed>>,
+	/// Signalled when a commit is handed over, when one has been matched, and at close.
+	wake: Condvar,
+	/// Bytes of encodings in `handed`.
+	backlog: AtomicUsize,
+	/// The number of the last commit handed over (all are numbered, matched or not).
+	last_batch: AtomicU64,
+	/// The number of the last commit matched.
+	matched_batch: AtomicU64,
+	closing: AtomicBool,
 	/// Bytes queued for budgeted subscribers, all together.
 	queued: Arc<AtomicUsize>,
 	/// The most `queued` may reach before the subscribers furthest behind are dropped.
@@ -172,70 +281,222 @@ pub struct Subscriptions {
 	dropped_for_budget: AtomicU64,
 }
 
+/// The open subscriptions, and the thread that matches new statements to them.
+pub struct Subscriptions {
+	shared: Arc<Shared>,
+	next_id: AtomicU64,
+	matcher: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Bytes of handed-over statements the matcher may fall behind before commits wait for it.
+/// It only ever does with an enormous fan-out; statements are small next to this.
+const MAX_BACKLOG_BYTES: usize = 64 << 20;
+
 impl Default for Subscriptions {
 	fn default() -> Self {
 		Subscriptions::with_budget(usize::MAX)
 	}
 }
 
+impl Drop for Subscriptions {
+	fn drop(&mut self) {
+		self.shared.closing.store(true, Ordering::Release);
+		{
+			let _handed = self.shared.handed.lock();
+			self.shared.wake.notify_all();
+		}
+		if let Some(thread) = self.matcher.take() {
+			let _ = thread.join();
+		}
+	}
+}
+
 impl Subscriptions {
-	/// No subscriptions yet; all queues together hold at most `budget` bytes.
+	/// No subscriptions yet; all queues together hold at most `budget` bytes. Starts the
+	/// matcher thread (`stmt-match`).
 	pub fn with_budget(budget: usize) -> Self {
-		Subscriptions {
-			subscribers: Mutex::default(),
-			next_id: AtomicU64::default(),
+		let shared = Arc::new(Shared {
+			index: Mutex::default(),
+			handed: Mutex::default(),
+			wake: Condvar::new(),
+			backlog: AtomicUsize::default(),
+			last_batch: AtomicU64::default(),
+			matched_batch: AtomicU64::default(),
+			closing: AtomicBool::default(),
 			queued: Arc::default(),
 			budget,
 			dropped_for_budget: AtomicU64::default(),
-		}
+		});
+		let matching = shared.clone();
+		let matcher = std::thread::Builder::new()
+			.name("stmt-match".into())
+			.spawn(move || matching.run())
+			.map_err(|err| {
+				log::error!(target: "statement-store", "cannot start the matcher thread: {err}");
+			})
+			.ok();
+		Subscriptions { shared, next_id: AtomicU64::default(), matcher }
 	}
 
 	/// Bytes queued for all budgeted subscribers now, and how many subscribers were dropped
 	/// to keep within the budget.
 	pub fn usage(&self) -> (usize, u64) {
-		(self.queued.load(Ordering::Relaxed), self.dropped_for_budget.load(Ordering::Relaxed))
+		let shared = &self.shared;
+		(shared.queued.load(Ordering::Relaxed), shared.dropped_for_budget.load(Ordering::Relaxed))
 	}
 
-	/// Hand newly committed statements to matching subscribers; drop those that lag. Called
-	/// while the view lock is held exclusively.
-	pub fn notify<'a>(&self, added: impl Iterator<Item = (&'a Record, &'a Vec<u8>)>) {
-		let mut subscribers = self.subscribers.lock();
-		if subscribers.is_empty() {
+	/// Hand a commit's new statements to the matcher; called while the view lock is held
+	/// exclusively, which numbers the commits in order. Costs a queue push: matching happens
+	/// on the matcher thread. Waits only if the matcher is [`MAX_BACKLOG_BYTES`] behind.
+	pub fn notify(&self, added: Vec<(Hash, Record, Vec<u8>)>) {
+		let shared = &self.shared;
+		let batch = shared.last_batch.load(Ordering::Relaxed) + 1;
+		shared.last_batch.store(batch, Ordering::Release);
+		let bytes = added.iter().map(|(_, _, encoding)| encoding.len()).sum();
+		let mut handed = shared.handed.lock();
+		if self.matcher.is_none() {
+			// No thread could be started: match here.
+			shared.match_commit(&Handed { batch, bytes, added }, &mut Vec::new());
+			shared.matched_batch.store(batch, Ordering::Release);
 			return;
 		}
-		self.push_all(&mut subscribers, added);
+		if added.is_empty() && handed.is_empty() {
+			// Nothing to match: the batch number still moves on.
+			shared.matched_batch.store(batch, Ordering::Release);
+			return;
+		}
+		while shared.backlog.load(Ordering::Relaxed) > MAX_BACKLOG_BYTES
+			&& !shared.closing.load(Ordering::Relaxed)
+		{
+			shared.wake.wait(&mut handed);
+		}
+		shared.backlog.fetch_add(bytes, Ordering::Relaxed);
+		handed.push_back(Handed { batch, bytes, added });
+		shared.wake.notify_all();
+	}
+
+	/// Wait until everything handed over so far is matched (queued to its subscribers).
+	pub fn flush(&self) {
+		let shared = &self.shared;
+		let target = shared.last_batch.load(Ordering::Acquire);
+		let mut handed = shared.handed.lock();
+		while shared.matched_batch.load(Ordering::Acquire) < target && self.matcher.is_some() {
+			shared.wake.wait_for(&mut handed, std::time::Duration::from_millis(50));
+		}
+	}
+
+	/// Number of open subscriptions.
+	pub fn len(&self) -> usize {
+		self.shared.index.lock().subscribers.len()
+	}
+
+	/// Register a subscriber, counted in the budget if `budgeted`; the caller holds the view
+	/// lock (shared), so no commit is numbered while it registers.
+	fn add(&self, filter: TopicFilter, bound: usize, budgeted: bool) -> (u64, Arc<Queue>) {
+		let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+		let queue = Arc::new(Queue {
+			state: Mutex::default(),
+			ready: Notify::new(),
+			bound: bound.max(1),
+			total: budgeted.then(|| self.shared.queued.clone()),
+		});
+		let after_batch = self.shared.last_batch.load(Ordering::Acquire);
+		let subscriber = Subscriber { filter, queue: queue.clone(), after_batch };
+		self.shared.index.lock().insert(id, subscriber);
+		(id, queue)
+	}
+
+	fn remove(&self, id: u64) {
+		let removed = self.shared.index.lock().remove(id);
+		if let Some(subscriber) = removed {
+			subscriber.queue.release();
+		}
+	}
+}
+
+impl Shared {
+	/// The matcher thread: match handed-over commits in order until the store closes.
+	fn run(&self) {
+		let mut candidates = Vec::new();
+		loop {
+			let next = {
+				let mut handed = self.handed.lock();
+				loop {
+					if let Some(next) = handed.pop_front() {
+						break next;
+					}
+					if self.closing.load(Ordering::Acquire) {
+						return;
+					}
+					self.wake.wait(&mut handed);
+				}
+			};
+			self.match_commit(&next, &mut candidates);
+			self.backlog.fetch_sub(next.bytes, Ordering::Relaxed);
+			let _handed = self.handed.lock();
+			self.matched_batch.store(next.batch, Ordering::Release);
+			self.wake.notify_all();
+		}
+	}
+
+	/// Queue each statement of `handed` for the subscribers it matches; drop those that lag,
+	/// then, past the budget, those furthest behind.
+	fn match_commit(&self, handed: &Handed, candidates: &mut Vec<u64>) {
+		let mut index = self.index.lock();
+		let mut lagged = Vec::new();
+		for (_, record, encoding) in &handed.added {
+			index.candidates(&record.topics, candidates);
+			let mut shared: Option<Encoded> = None;
+			for id in candidates.iter() {
+				let Some(subscriber) = index.subscribers.get(id) else { continue };
+				if subscriber.after_batch >= handed.batch
+					|| !matches(&subscriber.filter, &record.topics)
+				{
+					continue;
+				}
+				let item = shared.get_or_insert_with(|| Arc::from(encoding.as_slice()));
+				if !subscriber.queue.push(item) {
+					log::debug!(
+						target: "statement-store",
+						"subscription {id} lagged past {} queued bytes; dropped",
+						subscriber.queue.bound
+					);
+					lagged.push(*id);
+				}
+			}
+			for id in lagged.drain(..) {
+				index.remove(id);
+			}
+		}
 		if self.queued.load(Ordering::Relaxed) > self.budget {
-			self.shed(&mut subscribers);
+			self.shed(&mut index);
 		}
 	}
 
 	/// Drop the budgeted subscribers furthest behind until the queues together are under
 	/// seven eighths of the budget.
-	fn shed(&self, subscribers: &mut Vec<Subscriber>) {
+	fn shed(&self, index: &mut Index) {
 		let target = self.budget - self.budget / 8;
-		let mut behind: Vec<(usize, u64)> = subscribers
+		let mut behind: Vec<(usize, u64)> = index
+			.subscribers
 			.iter()
-			.filter(|subscriber| subscriber.queue.total.is_some())
-			.map(|subscriber| (subscriber.queue.bytes(), subscriber.id))
+			.filter(|(_, subscriber)| subscriber.queue.total.is_some())
+			.map(|(id, subscriber)| (subscriber.queue.bytes(), *id))
 			.collect();
-		behind.sort_unstable_by(|a, b| b.cmp(a));
-		let mut dropped = std::collections::HashSet::new();
+		// Largest queue first; among equals, the oldest subscriber.
+		behind.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
 		let mut left = self.queued.load(Ordering::Relaxed);
+		let mut count = 0u64;
 		for (bytes, id) in behind {
 			if left <= target {
 				break;
 			}
 			left = left.saturating_sub(bytes);
-			dropped.insert(id);
-		}
-		subscribers.retain(|subscriber| {
-			if !dropped.contains(&subscriber.id) {
-				return true;
+			if let Some(subscriber) = index.remove(id) {
+				subscriber.queue.lag(subscriber.queue.state.lock());
+				count += 1;
 			}
-			subscriber.queue.lag(subscriber.queue.state.lock());
-			false
-		});
-		let count = dropped.len() as u64;
+		}
 		let total = self.dropped_for_budget.fetch_add(count, Ordering::Relaxed) + count;
 		log::debug!(
 			target: "statement-store",
@@ -243,61 +504,6 @@ impl Subscriptions {
 			 behind ({total} so far)",
 			self.budget
 		);
-	}
-
-	fn push_all<'a>(
-		&self,
-		subscribers: &mut Vec<Subscriber>,
-		added: impl Iterator<Item = (&'a Record, &'a Vec<u8>)>,
-	) {
-		for (record, encoding) in added {
-			let mut shared: Option<Encoded> = None;
-			subscribers.retain(|subscriber| {
-				if !matches(&subscriber.filter, &record.topics) {
-					return true;
-				}
-				let item = shared.get_or_insert_with(|| Arc::from(encoding.as_slice()));
-				let served = subscriber.queue.push(item);
-				if !served {
-					log::debug!(
-						target: "statement-store",
-						"subscription {} lagged past {} queued bytes; dropped",
-						subscriber.id,
-						subscriber.queue.bound
-					);
-				}
-				served
-			});
-		}
-	}
-
-	/// Number of open subscriptions.
-	pub fn len(&self) -> usize {
-		self.subscribers.lock().len()
-	}
-
-	/// Register a subscriber, counted in the budget if `budgeted`; the caller holds the view
-	/// lock (shared).
-	fn add(&self, filter: TopicFilter, bound: usize, budgeted: bool) -> (u64, Arc<Queue>) {
-		let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-		let queue = Arc::new(Queue {
-			state: Mutex::default(),
-			ready: Notify::new(),
-			bound: bound.max(1),
-			total: budgeted.then(|| self.queued.clone()),
-		});
-		self.subscribers.lock().push(Subscriber { id, filter, queue: queue.clone() });
-		(id, queue)
-	}
-
-	fn remove(&self, id: u64) {
-		self.subscribers.lock().retain(|subscriber| {
-			if subscriber.id != id {
-				return true;
-			}
-			subscriber.queue.release();
-			false
-		});
 	}
 }
 
@@ -443,6 +649,12 @@ fn matches(filter: &TopicFilter, topics: &[Topic]) -> bool {
 }
 
 impl Store {
+	/// Wait until every statement committed so far is queued for the subscriptions it
+	/// matches: matching runs on its own thread (`stmt-match`), a little after the commit.
+	pub fn wait_for_matching(&self) {
+		self.inner.subscriptions.flush();
+	}
+
 	/// Every statement committed from now on, with a queue of at most `queue_bytes`, and no
 	/// replay: what gossip propagates.
 	pub fn watch_admissions(&self, queue_bytes: usize) -> Subscription {
@@ -600,6 +812,7 @@ mod tests {
 		for n in 6..9 {
 			submit(n, 1);
 		}
+		concrete.wait_for_matching();
 		let lag = statement_primitives::Error::Lagged { queue_bytes: 400 };
 		assert_eq!(subscription.check(), Err(lag.clone()));
 		assert_eq!(subscription.try_next_live(usize::MAX), Err(lag.clone()));
@@ -642,6 +855,74 @@ mod tests {
 		assert_eq!(seen, expected);
 		let one = store.statements_page(None, 10, 1).unwrap();
 		assert_eq!(one.statements.len(), 1, "past the first statement, max_bytes holds");
+	}
+
+	fn record(id: Id, topics: &[u8]) -> (Hash, Record, Vec<u8>) {
+		let record = Record {
+			id,
+			expiry: u64::MAX,
+			account: [0; 32],
+			data_len: 8,
+			encoded_len: 8,
+			channel: None,
+			decryption_key: None,
+			topics: topics.iter().map(|n| Topic([*n; 32])).collect(),
+		};
+		([id as u8; 32], record, vec![id as u8; 8])
+	}
+
+	#[test]
+	fn a_commit_numbered_before_a_subscriber_registered_is_not_streamed_to_it() {
+		let subscriptions = Subscriptions::with_budget(usize::MAX);
+		let shared = &subscriptions.shared;
+		// Commit 1 is numbered (under the view lock) before the subscriber registers, and
+		// matched after: the replay has it, the stream must not.
+		shared.last_batch.store(1, Ordering::Release);
+		let (_, queue) = subscriptions.add(TopicFilter::Any, 1 << 20, true);
+		let early = Handed { batch: 1, bytes: 8, added: vec![record(1, &[1])] };
+		let late = Handed { batch: 2, bytes: 8, added: vec![record(2, &[1])] };
+		shared.match_commit(&early, &mut Vec::new());
+		assert!(queue.take(usize::MAX).unwrap().is_empty(), "commit 1 streamed twice");
+		shared.match_commit(&late, &mut Vec::new());
+		assert_eq!(queue.take(usize::MAX).unwrap().len(), 1);
+	}
+
+	#[test]
+	fn a_statement_is_matched_only_against_subscribers_listed_under_its_topics() {
+		let subscriptions = Subscriptions::with_budget(usize::MAX);
+		// 10,000 subscribers on other topics cost a statement nothing.
+		for n in 0..10_000u32 {
+			let mut other = [0u8; 32];
+			other[..4].copy_from_slice(&n.to_le_bytes());
+			other[31] = 0xee;
+			let filter = match n % 2 {
+				0 => TopicFilter::MatchAll(vec![Topic(other), Topic([1; 32])]),
+				_ => TopicFilter::MatchAny(vec![Topic(other), Topic([0xee; 32])]),
+			};
+			subscriptions.add(filter, 1 << 20, true);
+		}
+		let (all, _) =
+			subscriptions.add(TopicFilter::MatchAll(vec![Topic([1; 32])]), 1 << 20, true);
+		let (any, _) = subscriptions.add(
+			TopicFilter::MatchAny(vec![Topic([2; 32]), Topic([1; 32])]),
+			1 << 20,
+			true,
+		);
+		let (every, _) = subscriptions.add(TopicFilter::Any, 1 << 20, true);
+		let index = subscriptions.shared.index.lock();
+		let mut candidates = Vec::new();
+		index.candidates(&[Topic([1; 32]), Topic([2; 32])], &mut candidates);
+		candidates.sort_unstable();
+		assert_eq!(candidates, [all, any, every], "listed once each, nobody else");
+		index.candidates(&[Topic([9; 32])], &mut candidates);
+		assert_eq!(candidates, [every]);
+		drop(index);
+		subscriptions.remove(any);
+		subscriptions.remove(every);
+		let index = subscriptions.shared.index.lock();
+		index.candidates(&[Topic([1; 32]), Topic([2; 32])], &mut candidates);
+		assert_eq!(candidates, [all], "unsubscribing unlists");
+		assert!(!index.by_topic.contains_key(&Topic([2; 32])), "an empty list is removed");
 	}
 
 	#[test]

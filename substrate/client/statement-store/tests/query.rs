@@ -126,6 +126,7 @@ fn a_subscription_replays_stored_matches_then_streams_new_ones_once_in_order() {
 		store.submit(s.clone(), LOCAL);
 	}
 	store.submit(simple(4, &[2], b"unrelated"), LOCAL);
+	store.wait_for_matching();
 	for s in &new {
 		assert_eq!(&*all.try_next_live(1).unwrap()[0], &s.encode()[..]);
 		assert_eq!(&*any.try_next_live(1).unwrap()[0], &s.encode()[..]);

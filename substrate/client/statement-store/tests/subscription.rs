@@ -54,6 +54,8 @@ fn a_subscriber_that_never_reads_is_dropped_past_its_queue_bound_and_forgotten()
 	assert_eq!(store.metrics().subscriptions, 1);
 	// About 60 KiB of statements, never read.
 	submit_all(&store, 0, 120, 500);
+	// Matching runs on its own thread, a little after each commit.
+	store.wait_for_matching();
 	assert_eq!(store.metrics().subscriptions, 0, "the store forgot the lagging subscriber");
 	assert!(subscription.is_lagged());
 	assert!(matches!(subscription.try_next_live(usize::MAX), Err(Error::Lagged { .. })));
@@ -65,6 +67,7 @@ fn a_subscriber_that_never_reads_is_dropped_past_its_queue_bound_and_forgotten()
 	// Others are still served.
 	let reader = store.subscribe_with_queue(TopicFilter::Any, 8 * 1024).unwrap();
 	submit_all(&store, 120, 121, 500);
+	store.wait_for_matching();
 	assert_eq!(reader.try_next_live(usize::MAX).unwrap().len(), 1);
 }
 
@@ -90,6 +93,7 @@ fn stuck_subscribers_together_stay_within_one_budget_furthest_behind_dropped_fir
 			stuck.push(store.subscribe_with_queue(TopicFilter::Any, 1 << 20).unwrap());
 		}
 		submit_all(&store, n, n + 1, 500);
+		store.wait_for_matching();
 		let queued = store.metrics().subscription_queued_bytes as usize;
 		peak = peak.max(queued);
 		read += reader.try_next_live(usize::MAX).expect("a reader is never dropped").len();
@@ -203,6 +207,7 @@ fn no_statement_is_missed_or_repeated_across_replay_and_live_under_concurrent_su
 	}
 	let mut all = (0..300).map(|n| numbered(n, 64).hash()).collect::<Vec<_>>();
 	all.extend(writer.join().unwrap());
+	store.wait_for_matching();
 	for item in any.try_next_live(usize::MAX).unwrap() {
 		seen_any.push(hash_of(&item));
 	}
@@ -274,8 +279,149 @@ fn gossip_sees_stored_statements_up_to_the_watermark_and_new_ones_on_its_watch_o
 	assert_eq!(synced, before, "exactly the statements admitted up to the watermark, in order");
 
 	// The watch has exactly the later ones.
+	store.wait_for_matching();
 	let live: Vec<Hash> =
 		watch.try_next_live(usize::MAX).unwrap().iter().map(|encoding| hash_of(encoding)).collect();
 	assert_eq!(live, after);
 	assert!(watch.try_next_live(usize::MAX).unwrap().is_empty());
+}
+
+/// Whether a statement with `topics` matches `filter`, written out from the RPC's definition.
+fn wanted(filter: &TopicFilter, topics: &[u32]) -> bool {
+	let has = |t: &statement_primitives::Topic| topics.iter().any(|n| topic(*n) == *t);
+	match filter {
+		TopicFilter::Any => true,
+		TopicFilter::MatchAll(all) => all.iter().all(has),
+		TopicFilter::MatchAny(any) => any.iter().any(has),
+	}
+}
+
+/// A random filter: `any`, `matchAll` of 1-4 topics or `matchAny` of 1-128, over a few
+/// topics that statements use and many they do not.
+fn random_filter(rng: &mut impl rand::Rng) -> TopicFilter {
+	fn topics(
+		rng: &mut impl rand::Rng,
+		count: usize,
+		range: u32,
+	) -> Vec<statement_primitives::Topic> {
+		let mut picked: Vec<u32> = (0..count).map(|_| rng.gen_range(0..range)).collect();
+		picked.sort_unstable();
+		picked.dedup();
+		picked.into_iter().map(topic).collect()
+	}
+	match rng.gen_range(0..10) {
+		0 => TopicFilter::Any,
+		1..=5 => {
+			let count = rng.gen_range(1..=4);
+			TopicFilter::MatchAll(topics(rng, count, 8))
+		}
+		_ => {
+			let count = rng.gen_range(1..=128);
+			TopicFilter::MatchAny(topics(rng, count, 200))
+		}
+	}
+}
+
+/// Exactly once, to exactly the matching subscribers, across replay and live: statements on
+/// random topics are submitted from two threads while subscriptions with random filters come
+/// and go. Every subscription sees, over its replay and its live stream, each statement its
+/// filter matches once and no other; one dropped early saw only matching statements, once.
+#[test]
+fn every_matching_subscriber_gets_each_statement_once_under_concurrent_subscribes() {
+	use rand::{rngs::StdRng, Rng, SeedableRng};
+	use std::collections::HashMap;
+	for seed in 0..4u64 {
+		let dir = tempfile::tempdir().unwrap();
+		let clock = TestClock::new();
+		let store =
+			statement_store::Store::open(config(dir.path(), &clock), allowances(10_000, 1 << 26))
+				.unwrap();
+		let submitted = std::sync::Mutex::new(HashMap::<Hash, Vec<u32>>::new());
+		let go = std::sync::atomic::AtomicBool::new(false);
+		std::thread::scope(|scope| {
+			for writer in 0..2u32 {
+				let (store, submitted, go) = (&store, &submitted, &go);
+				scope.spawn(move || {
+					let mut rng = StdRng::seed_from_u64(seed * 100 + u64::from(writer));
+					while !go.load(std::sync::atomic::Ordering::Relaxed) {
+						std::thread::yield_now();
+					}
+					for n in 0..200u32 {
+						let count = rng.gen_range(1..=4);
+						let mut topics: Vec<u32> =
+							(0..count).map(|_| rng.gen_range(0..8)).collect();
+						topics.sort_unstable();
+						topics.dedup();
+						let statement = statement(&Spec {
+							signer: writer * 1000 + n % 40,
+							expires_in: 3600,
+							sequence: n,
+							topics: topics.clone(),
+							data: vec![writer as u8; 16 + n as usize % 64],
+							..Spec::default()
+						});
+						assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
+						submitted.lock().unwrap().insert(statement.hash(), topics);
+					}
+				});
+			}
+			let mut rng = StdRng::seed_from_u64(seed);
+			let mut open: Vec<(TopicFilter, Subscription, Vec<Hash>)> = Vec::new();
+			let mut checked_dropped = 0;
+			go.store(true, std::sync::atomic::Ordering::Relaxed);
+			for _ in 0..120 {
+				let filter = random_filter(&mut rng);
+				let mut subscription = store.subscribe_with_queue(filter.clone(), 1 << 24).unwrap();
+				let mut seen = Vec::new();
+				while let Some(page) = subscription.next_replay_page(4096).unwrap() {
+					seen.extend(page.iter().map(|body| hash_of(body)));
+				}
+				open.push((filter, subscription, seen));
+				for (_, subscription, seen) in &mut open {
+					for item in subscription.try_next_live(usize::MAX).unwrap() {
+						seen.push(hash_of(&item));
+					}
+				}
+				if rng.gen_bool(0.3) {
+					let (filter, subscription, seen) =
+						open.swap_remove(rng.gen_range(0..open.len()));
+					drop(subscription);
+					let submitted = submitted.lock().unwrap();
+					let unique: HashSet<&Hash> = seen.iter().collect();
+					assert_eq!(unique.len(), seen.len(), "seed {seed}: a statement came twice");
+					for hash in &seen {
+						// A statement is recorded just after its submit returns: wait for it.
+						if let Some(topics) = submitted.get(hash) {
+							assert!(
+								wanted(&filter, topics),
+								"seed {seed}: {filter:?} got {topics:?}"
+							);
+						}
+					}
+					checked_dropped += 1;
+				}
+				std::thread::sleep(std::time::Duration::from_micros(rng.gen_range(0..500)));
+			}
+			assert!(checked_dropped > 0);
+			// Everything written: what each open subscription saw is exactly what it matches.
+			while submitted.lock().unwrap().len() < 400 {
+				std::thread::yield_now();
+			}
+			store.wait_for_matching();
+			let submitted = submitted.lock().unwrap();
+			for (filter, subscription, mut seen) in open {
+				for item in subscription.try_next_live(usize::MAX).unwrap() {
+					seen.push(hash_of(&item));
+				}
+				let unique: HashSet<Hash> = seen.iter().copied().collect();
+				assert_eq!(unique.len(), seen.len(), "seed {seed}: {filter:?}: a statement twice");
+				let expected: HashSet<Hash> = submitted
+					.iter()
+					.filter(|(_, topics)| wanted(&filter, topics))
+					.map(|(hash, _)| *hash)
+					.collect();
+				assert_eq!(unique, expected, "seed {seed}: {filter:?}");
+			}
+		});
+	}
 }
