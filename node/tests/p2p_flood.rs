@@ -1,6 +1,6 @@
 //! The p2p port under a flood of idle connections: bounded per address, and a listener that
 //! accepts again after running out of descriptors. Its own test binary, and one test at a
-//! time: thousands of connections a second over loopback would disturb other tests' nodes.
+//! time, so no other test's node competes with a flood for the two cores.
 
 mod common;
 
@@ -108,6 +108,12 @@ fn start_with_descriptors(limit: u64, args: &[&str]) -> Node {
 
 /// An idle TCP connection to `port` on 127.0.0.1 from 127.0.0.2: a second address of the
 /// loopback, as an attacker's host would be.
+///
+/// Its port must not keep the test's own peers from dialling: litep2p binds a dial to
+/// `0.0.0.0:<its listen port>`, which a socket holding `127.0.0.2:<that port>` without
+/// `SO_REUSEADDR` (the flood's, established or in TIME_WAIT) refuses with `EADDRINUSE`.
+/// On separate hosts this cannot happen; here the flood's sockets share the peers' ports,
+/// so they set `SO_REUSEADDR`, and close with a reset (no TIME_WAIT left behind).
 #[cfg(target_os = "linux")]
 fn idle_connection_from_elsewhere(port: u16) -> std::io::Result<std::net::TcpStream> {
 	use std::os::fd::FromRawFd;
@@ -117,6 +123,16 @@ fn idle_connection_from_elsewhere(port: u16) -> std::io::Result<std::net::TcpStr
 			return Err(std::io::Error::last_os_error());
 		}
 		let stream = std::net::TcpStream::from_raw_fd(fd);
+		let on: libc::c_int = 1;
+		let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+		let set = |name, value: *const libc::c_void, size: usize| {
+			libc::setsockopt(fd, libc::SOL_SOCKET, name, value, size as libc::socklen_t)
+		};
+		if set(libc::SO_REUSEADDR, &on as *const _ as _, std::mem::size_of_val(&on)) != 0
+			|| set(libc::SO_LINGER, &linger as *const _ as _, std::mem::size_of_val(&linger)) != 0
+		{
+			return Err(std::io::Error::last_os_error());
+		}
 		let mut from: libc::sockaddr_in = std::mem::zeroed();
 		from.sin_family = libc::AF_INET as libc::sa_family_t;
 		from.sin_addr.s_addr = u32::from_be_bytes([127, 0, 0, 2]).to_be();
@@ -196,10 +212,29 @@ impl Flood {
 	}
 }
 
-/// The p2p port of a node started by the fixture (it listens on 127.0.0.1 only).
-async fn p2p_address(node: &Node) -> String {
-	let listen = call(node, "system_localListenAddresses").await;
-	listen[0].as_str().unwrap().to_string()
+/// A node to flood, with 256 descriptors and `args` besides the fixture's.
+#[cfg(target_os = "linux")]
+struct Target {
+	node: Node,
+	/// Its Prometheus port.
+	prometheus: u16,
+	/// Its p2p address, `/ip4/127.0.0.1/tcp/P/p2p/<PeerId>`.
+	address: String,
+	/// `P`.
+	port: u16,
+}
+
+#[cfg(target_os = "linux")]
+async fn target(args: &[&str]) -> Target {
+	let common = ["--dev", "--prometheus-port", "0", "--node-key", ALICE_KEY, "--no-discovery"];
+	let all: Vec<&str> = common.iter().chain(args).copied().collect();
+	let mut node = start_with_descriptors(256, &all);
+	let rest = common::wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
+	let prometheus = common::port_of(rest.trim_end_matches("/metrics"));
+	let listen = call(&node, "system_localListenAddresses").await;
+	let address = listen[0].as_str().unwrap().to_string();
+	let port = address.split('/').nth(4).unwrap().parse().unwrap();
+	Target { node, prometheus, address, port }
 }
 
 /// A metric's value from the node's Prometheus endpoint (`name` with its labels).
@@ -217,8 +252,7 @@ fn metric(prometheus_port: u16, name: &str) -> f64 {
 /// Thousands of idle connections from one address, against a node with 256 descriptors: it
 /// keeps 32 of them and closes the rest as they come, so a real peer connects and gossips
 /// while the flood goes on, and after. Before the per-address bound, the flood took every
-/// descriptor and the listener ended for good ("Too many open files"). (A peer that first
-/// connects after the flood sometimes fails to join, about one run in five: see the next test.)
+/// descriptor and the listener ended for good ("Too many open files").
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_from_one_address_leave_the_port_to_real_peers() {
@@ -226,15 +260,7 @@ async fn idle_connections_from_one_address_leave_the_port_to_real_peers() {
 	if descriptors_for_the_test(8_192).is_none() {
 		return;
 	}
-	let mut alice = start_with_descriptors(
-		256,
-		&["--dev", "--prometheus-port", "0", "--node-key", ALICE_KEY, "--no-discovery"],
-	);
-	let rest =
-		common::wait_for_log(&alice.logs, "Prometheus exporter started at ", &mut alice.child);
-	let prometheus = common::port_of(rest.trim_end_matches("/metrics"));
-	let address = p2p_address(&alice).await;
-	let port = address.split('/').nth(4).unwrap().parse().unwrap();
+	let Target { node: alice, prometheus, address, port } = target(&[]).await;
 	let flood = Flood::start(port, 3_000);
 	// Let the flood reach its size before the peer comes.
 	let deadline = Instant::now() + Duration::from_secs(60);
@@ -257,43 +283,26 @@ async fn idle_connections_from_one_address_leave_the_port_to_real_peers() {
 	eprintln!("flood: {opened} connections opened, {refused} closed on accept, {held} held");
 	assert!(opened >= 3_000, "the flood opened only {opened} connections");
 	gossiped(&bob, &alice, topic, b"after the flood").await;
+	let charlie =
+		Node::start(&["--dev", "--no-prometheus", "--no-discovery", "--bootnodes", &address]);
+	peers_reach(&charlie, &alice, 1, "charlie never connected to alice after the flood").await;
+	gossiped(&alice, &charlie, topic, b"to a newcomer").await;
 }
 
 /// With the bounds lifted above the descriptor limit, the flood does exhaust the node's
 /// descriptors and `accept` fails: the listener pauses, logs, counts it, and accepts again
 /// once the flood ends, so a peer joins without a restart. Before, the listener ended on the
 /// first failed accept and the port stayed closed.
-///
-/// Ignored in CI: about one run in five the new peer never joins within a minute although the
-/// listener is accepting again (issue 30, open). Run it with `--ignored`.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a peer joining after the flood fails about one run in five; issue 30"]
 async fn the_listener_accepts_again_after_descriptors_run_out() {
 	let _alone = ONE_AT_A_TIME.lock().await;
 	if descriptors_for_the_test(8_192).is_none() {
 		return;
 	}
-	let mut alice = start_with_descriptors(
-		256,
-		&[
-			"--dev",
-			"--prometheus-port",
-			"0",
-			"--node-key",
-			ALICE_KEY,
-			"--no-discovery",
-			"--max-connections-per-ip",
-			"100000",
-			"--max-inbound-connections",
-			"100000",
-		],
-	);
-	let rest =
-		common::wait_for_log(&alice.logs, "Prometheus exporter started at ", &mut alice.child);
-	let prometheus = common::port_of(rest.trim_end_matches("/metrics"));
-	let address = p2p_address(&alice).await;
-	let port = address.split('/').nth(4).unwrap().parse().unwrap();
+	let Target { node: mut alice, prometheus, address, port } =
+		target(&["--max-connections-per-ip", "100000", "--max-inbound-connections", "100000"])
+			.await;
 	let flood = Flood::start(port, 1_000);
 	common::wait_for_log(
 		&alice.logs,
