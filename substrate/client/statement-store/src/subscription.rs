@@ -379,6 +379,9 @@ impl Subscriptions {
 	pub fn flush(&self) {
 		let shared = &self.shared;
 		let target = shared.last_batch.load(Ordering::Acquire);
+		if shared.matched_batch.load(Ordering::Acquire) >= target {
+			return;
+		}
 		let mut handed = shared.handed.lock();
 		while shared.matched_batch.load(Ordering::Acquire) < target && self.matcher.is_some() {
 			shared.wake.wait_for(&mut handed, std::time::Duration::from_millis(50));
