@@ -294,8 +294,9 @@ fn metric(port: u16, name: &str) -> f64 {
 	line.and_then(|line| line.split(' ').nth(1)?.parse().ok()).unwrap_or_else(|| panic!("{body}"))
 }
 
-/// A WebSocket connection that subscribes to every statement and then never reads.
-fn never_reading_subscriber(port: u16) -> TcpStream {
+/// A WebSocket connection that opens `count` subscriptions on `filter` (its JSON) and then
+/// never reads.
+fn never_reading_subscriptions(port: u16, count: usize, filter: &str) -> TcpStream {
 	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
 	stream
 		.write_all(
@@ -314,15 +315,115 @@ fn never_reading_subscriber(port: u16) -> TcpStream {
 		response.push(byte[0]);
 	}
 	assert!(response.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&response));
-	let request =
-		br#"{"jsonrpc":"2.0","id":1,"method":"statement_subscribeStatement","params":["any"]}"#;
-	// A masked text frame, as clients must send.
-	let mask = [1u8, 2, 3, 4];
-	let mut frame = vec![0x81, 0x80 | request.len() as u8];
-	frame.extend_from_slice(&mask);
-	frame.extend(request.iter().enumerate().map(|(at, byte)| byte ^ mask[at % 4]));
-	stream.write_all(&frame).unwrap();
+	let mut frames = Vec::new();
+	for id in 0..count {
+		let request = format!(
+			r#"{{"jsonrpc":"2.0","id":{id},"method":"statement_subscribeStatement","params":[{filter}]}}"#
+		);
+		// A masked text frame, as clients must send (a 16-bit length past 125 bytes).
+		let mask = [1u8, 2, 3, 4];
+		match request.len() {
+			short @ 0..=125 => frames.extend([0x81, 0x80 | short as u8]),
+			long => frames.extend([0x81, 0x80 | 126, (long >> 8) as u8, long as u8]),
+		}
+		frames.extend_from_slice(&mask);
+		frames.extend(request.bytes().enumerate().map(|(at, byte)| byte ^ mask[at % 4]));
+	}
+	stream.write_all(&frames).unwrap();
 	stream
+}
+
+/// `RssAnon` of `pid` (heap and stacks, no mapped files), in KiB.
+fn anonymous_kib(pid: u32) -> u64 {
+	let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+	let line = status.lines().find(|line| line.starts_with("RssAnon:")).unwrap();
+	line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// 50,000 subscriptions that never read, from one client (50 WebSockets): half on every
+/// statement, half on a topic nobody uses, while 2,000 statements come in. The queues of the
+/// first half together stay within `--statement-subscription-memory-mib` (16 here; the
+/// furthest behind are dropped), the second half stay open, and the node's anonymous memory
+/// grows by less than the budget plus 64 MiB. Before the budget and the shared pump, 49,152
+/// such subscribers cost 2.9 GiB.
+///
+/// Ignored: it fails today. The queues keep to the budget (14.8 MB of 16 MiB queued, the idle
+/// half open), but the debug node's anonymous memory grew by 289 MiB: the per-subscription
+/// state of the RPC layer (jsonrpsee's task and channel for each, about 3 KiB in a release
+/// build) is not bounded by the budget yet (issues 30 and 31). Run it with `--ignored`.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "fails: per-subscription RPC memory is not bounded yet (issues 30, 31)"]
+async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib() {
+	const BUDGET_MIB: u64 = 16;
+	let mut node = Node::start(&[
+		"--dev",
+		"--prometheus-port",
+		"0",
+		"--statement-subscription-memory-mib",
+		&BUDGET_MIB.to_string(),
+	]);
+	let rest = wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
+	let metrics_port = port_of(rest.split('/').next().unwrap_or_default());
+	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let gossip = metric(metrics_port, "substrate_statement_store_subscriptions");
+	let submit = |n: u32| {
+		let http = &http;
+		async move {
+			let data = [n.to_le_bytes().to_vec(), vec![7; 200]].concat();
+			let statement = signed("//Alice", &[topic("busy")], None, &data);
+			let result: Value = http
+				.request("statement_submit", rpc_params![hex(&statement.encode())])
+				.await
+				.unwrap();
+			assert_eq!(result, json!({"status": "new"}), "statement {n}");
+		}
+	};
+	// Warm up what a node allocates on its first submits, then take the baseline.
+	for n in 0..50 {
+		submit(n).await;
+	}
+	tokio::time::sleep(Duration::from_secs(1)).await;
+	let before = anonymous_kib(node.child.id());
+
+	let idle = format!(r#"{{"matchAll":["{}"]}}"#, hex(&topic("nobody").0));
+	let mut clients = Vec::new();
+	for connection in 0..50 {
+		let filter = if connection % 2 == 0 { r#""any""# } else { idle.as_str() };
+		clients.push(never_reading_subscriptions(node.port, 1_000, filter));
+	}
+	let deadline = Instant::now() + Duration::from_secs(300);
+	loop {
+		let open = metric(metrics_port, "substrate_statement_store_subscriptions") - gossip;
+		if open == 50_000.0 {
+			break;
+		}
+		assert!(Instant::now() < deadline, "only {open} of 50,000 subscriptions opened");
+		tokio::time::sleep(Duration::from_millis(200)).await;
+	}
+	let subscribed = anonymous_kib(node.child.id());
+	for n in 50..2_050 {
+		submit(n).await;
+	}
+	if let Some(status) = node.child.try_wait().unwrap() {
+		panic!("the node died: {status}");
+	}
+	tokio::time::sleep(Duration::from_secs(2)).await;
+	let after = anonymous_kib(node.child.id());
+	let queued = metric(metrics_port, "substrate_statement_store_subscription_queued_bytes");
+	let open = metric(metrics_port, "substrate_statement_store_subscriptions") - gossip;
+	eprintln!(
+		"anonymous memory: {before} KiB before, {subscribed} KiB with 50,000 subscriptions, \
+		 {after} KiB after 2,000 statements; {queued} bytes queued, {open} subscriptions open"
+	);
+	assert!(queued <= (BUDGET_MIB << 20) as f64, "{queued} bytes queued");
+	assert!(open >= 25_000.0, "the idle half stays open: {open}");
+	let grown_mib = after.saturating_sub(before) / 1024;
+	assert!(
+		grown_mib <= BUDGET_MIB + 64,
+		"the node grew by {grown_mib} MiB, past the budget ({BUDGET_MIB} MiB) plus 64 MiB"
+	);
+	drop(clients);
 }
 
 #[tokio::test]
@@ -333,7 +434,7 @@ async fn a_subscriber_that_never_reads_is_dropped_and_the_node_forgets_it() {
 	let http = HttpClientBuilder::default().max_request_size(16 << 20).build(node.http()).unwrap();
 	// Gossip watches the store too: that subscription stays.
 	let gossip = metric(metrics_port, "substrate_statement_store_subscriptions");
-	let _idle = never_reading_subscriber(node.port);
+	let _idle = never_reading_subscriptions(node.port, 1, r#""any""#);
 	let deadline = Instant::now() + Duration::from_secs(30);
 	while metric(metrics_port, "substrate_statement_store_subscriptions") != gossip + 1.0 {
 		assert!(Instant::now() < deadline, "the subscription never opened");

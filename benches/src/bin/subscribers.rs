@@ -37,6 +37,24 @@ struct Args {
 	statements: usize,
 	subscribers: usize,
 	per_connection: usize,
+	/// Subscribe to every statement (`any`), or to a topic nobody submits on (`idle`).
+	filter: Filter,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Filter {
+	Any,
+	Idle,
+}
+
+impl Filter {
+	/// The filter as `statement_subscribeStatement` takes it.
+	fn json(self) -> String {
+		match self {
+			Filter::Any => r#""any""#.into(),
+			Filter::Idle => format!(r#"{{"matchAll":["0x{}"]}}"#, "ee".repeat(32)),
+		}
+	}
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -45,6 +63,7 @@ fn parse_args() -> Result<Args, String> {
 		statements: 100_000,
 		subscribers: 100,
 		per_connection: 1,
+		filter: Filter::Any,
 	};
 	let mut iter = std::env::args().skip(1);
 	while let Some(flag) = iter.next() {
@@ -55,10 +74,17 @@ fn parse_args() -> Result<Args, String> {
 			"--statements" => args.statements = number(value()?)?,
 			"--subscribers" => args.subscribers = number(value()?)?,
 			"--per-connection" => args.per_connection = number(value()?)?.max(1),
+			"--filter" => {
+				args.filter = match value()?.as_str() {
+					"any" => Filter::Any,
+					"idle" => Filter::Idle,
+					other => return Err(format!("--filter {other}: use any or idle")),
+				}
+			}
 			other => {
 				return Err(format!(
 					"unknown argument {other}; use --node PATH --statements N --subscribers N \
-					 [--per-connection N]"
+					 [--per-connection N] [--filter any|idle]"
 				))
 			}
 		}
@@ -216,9 +242,9 @@ fn exchange(
 	Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
-/// A WebSocket connection with `count` subscriptions to every statement; it never reads
-/// past the handshake.
-fn idle_subscriber(port: u16, count: usize) -> Result<TcpStream, String> {
+/// A WebSocket connection with `count` subscriptions on `filter`; it never reads past the
+/// handshake.
+fn idle_subscriber(port: u16, count: usize, filter: Filter) -> Result<TcpStream, String> {
 	let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|err| err.to_string())?;
 	let handshake = format!(
 		"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -236,11 +262,17 @@ fn idle_subscriber(port: u16, count: usize) -> Result<TcpStream, String> {
 	}
 	for id in 0..count {
 		let request = format!(
-			r#"{{"jsonrpc":"2.0","id":{id},"method":"statement_subscribeStatement","params":["any"]}}"#
+			r#"{{"jsonrpc":"2.0","id":{id},"method":"statement_subscribeStatement","params":[{}]}}"#,
+			filter.json()
 		);
-		// A masked text frame, as clients must send (requests stay under 126 bytes).
+		// A masked text frame, as clients must send (16-bit length past 125 bytes).
 		let mask = [0x5au8, 0x17, 0xc3, 0x88];
-		let mut frame = vec![0x81, 0x80 | request.len() as u8];
+		let mut frame = if request.len() < 126 {
+			vec![0x81, 0x80 | request.len() as u8]
+		} else {
+			let length = (request.len() as u16).to_be_bytes();
+			vec![0x81, 0x80 | 126, length[0], length[1]]
+		};
 		frame.extend_from_slice(&mask);
 		frame.extend(request.bytes().enumerate().map(|(at, byte)| byte ^ mask[at % 4]));
 		stream.write_all(&frame).map_err(|err| err.to_string())?;
@@ -250,6 +282,8 @@ fn idle_subscriber(port: u16, count: usize) -> Result<TcpStream, String> {
 
 struct Run {
 	idle_mib: f64,
+	/// RSS once every subscription is open, before any submit.
+	subscribed_mib: f64,
 	peak_mib: f64,
 	hwm_mib: f64,
 	end_mib: f64,
@@ -262,22 +296,29 @@ fn run(args: &Args, batches: &[String], subscribers: usize) -> Result<Run, Strin
 	let node = Node::start(&args.node)?;
 	std::thread::sleep(Duration::from_millis(500));
 	let idle_mib = node.status_kib("VmRSS:") as f64 / 1024.0;
+	// Gossip's own watch of the store counts as a subscription.
+	let already = node.metric("substrate_statement_store_subscriptions").unwrap_or(0.0);
 	let mut idle = Vec::new();
 	let mut opened = 0;
 	while opened < subscribers {
 		let count = args.per_connection.min(subscribers - opened);
-		idle.push(idle_subscriber(node.rpc_port, count)?);
+		idle.push(idle_subscriber(node.rpc_port, count, args.filter)?);
 		opened += count;
 	}
 	let deadline = Instant::now() + Duration::from_secs(30);
+	let deadline = deadline + Duration::from_secs(subscribers as u64 / 1_000);
 	while subscribers > 0
-		&& node.metric("substrate_statement_store_subscriptions") != Some(subscribers as f64)
+		&& node.metric("substrate_statement_store_subscriptions")
+			!= Some(already + subscribers as f64)
 	{
 		if Instant::now() > deadline {
-			return Err("the subscriptions did not all open within 30 s".into());
+			return Err("the subscriptions did not all open in time".into());
 		}
 		std::thread::sleep(Duration::from_millis(50));
 	}
+	// Let the replies drain and the allocator settle.
+	std::thread::sleep(Duration::from_secs(1));
+	let subscribed_mib = node.status_kib("VmRSS:") as f64 / 1024.0;
 
 	let peak = Arc::new(AtomicU64::new(0));
 	let done = Arc::new(AtomicBool::new(false));
@@ -324,6 +365,7 @@ fn run(args: &Args, batches: &[String], subscribers: usize) -> Result<Run, Strin
 	let open_subscriptions = node.metric("substrate_statement_store_subscriptions");
 	let result = Run {
 		idle_mib,
+		subscribed_mib,
 		peak_mib: peak.load(Ordering::Relaxed) as f64 / 1024.0,
 		hwm_mib: node.status_kib("VmHWM:") as f64 / 1024.0,
 		end_mib: node.status_kib("VmRSS:") as f64 / 1024.0,
@@ -346,18 +388,28 @@ fn main() {
 	eprintln!("signing {} statements ...", args.statements);
 	let batches = signed_batches(args.statements);
 	println!(
-		"| subscribers (never reading) | accepted | submit time | RSS idle | peak RSS (sampled) | VmHWM | RSS at end | subscriptions open at end |"
+		"| subscribers (never reading) | accepted | submit time | submits/s | RSS idle | RSS subscribed | per subscription | peak RSS (sampled) | VmHWM | RSS at end | subscriptions open at end |"
 	);
-	println!("|---|---|---|---|---|---|---|---|");
+	println!("|---|---|---|---|---|---|---|---|---|---|---|");
+	let mut rates = Vec::new();
 	let mut peaks = Vec::new();
 	for subscribers in [0, args.subscribers] {
 		match run(&args, &batches, subscribers) {
 			Ok(run) => {
+				let rate = run.accepted as f64 / run.seconds;
+				rates.push(rate);
+				let per_subscription = if subscribers == 0 {
+					"-".to_string()
+				} else {
+					let kib = (run.subscribed_mib - run.idle_mib) * 1024.0 / subscribers as f64;
+					format!("{kib:.2} KiB")
+				};
 				println!(
-					"| {subscribers} | {} | {:.1} s | {:.0} MiB | {:.0} MiB | {:.0} MiB | {:.0} MiB | {} |",
+					"| {subscribers} | {} | {:.1} s | {rate:.0} | {:.0} MiB | {:.0} MiB | {per_subscription} | {:.0} MiB | {:.0} MiB | {:.0} MiB | {} |",
 					run.accepted,
 					run.seconds,
 					run.idle_mib,
+					run.subscribed_mib,
 					run.peak_mib,
 					run.hwm_mib,
 					run.end_mib,
@@ -370,6 +422,13 @@ fn main() {
 				std::process::exit(1);
 			}
 		}
+	}
+	if let [without, with] = rates[..] {
+		println!(
+			"\nsubmits/s with {} subscribers / without: {:.2}",
+			args.subscribers,
+			with / without
+		);
 	}
 	if let [without, with] = peaks[..] {
 		println!(

@@ -53,7 +53,10 @@
 //! server's outgoing buffer; what the client has not taken waits in the store's bounded
 //! queue, and a subscriber that falls further behind is dropped with a subscription error
 //! notification (`{"params": {"subscription": .., "error": "subscription dropped: .."}}`), as
-//! Substrate closes lagging subscriptions.
+//! Substrate closes lagging subscriptions. The replay runs in the subscription's own task;
+//! the live stream of every subscription is then served from one task (the pump), woken by
+//! the store when it queues a statement for one, so an idle subscription holds no serving
+//! state of its own.
 #![forbid(unsafe_code)]
 
 use jsonrpsee::{
@@ -61,12 +64,15 @@ use jsonrpsee::{
 	types::{error::ErrorObjectOwned, Params},
 	PendingSubscriptionSink, RpcModule,
 };
+use pump::{Pump, Stop};
 use sp_core::Bytes;
 use statement_primitives::{
 	StatementEvent, StatementSource, StatementStore, StatementSubscription, Topic, TopicFilter,
 	DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
 use std::sync::Arc;
+
+mod pump;
 
 mod params;
 
@@ -93,7 +99,7 @@ pub const IN_FLIGHT_NOTIFICATIONS: usize = 2;
 /// than this goes alone).
 const REPLAY_BATCH_BYTES: usize = 128 * 1024;
 /// Encoded bytes per notification of new statements.
-const LIVE_BATCH_BYTES: usize = 64 * 1024;
+pub(crate) const LIVE_BATCH_BYTES: usize = 64 * 1024;
 /// Statements per page while `statement_dump` collects its answer.
 const DUMP_WALK_PAGE: usize = 512;
 
@@ -111,6 +117,7 @@ pub struct StatementRpc {
 	max_response_bytes: u32,
 	queue_bytes: usize,
 	on_subscribe: Option<SubscriptionHook>,
+	pump: Pump,
 }
 
 impl StatementRpc {
@@ -123,6 +130,7 @@ impl StatementRpc {
 			max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
 			queue_bytes: DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 			on_subscribe: None,
+			pump: Pump::default(),
 		}
 	}
 
@@ -324,28 +332,47 @@ fn dump(rpc: &StatementRpc) -> Result<Vec<Bytes>, ErrorObjectOwned> {
 /// A subscription as the store hands it out.
 type Subscription = Box<dyn StatementSubscription>;
 
-/// Why a subscription task stopped early.
-enum Stop {
-	/// The client went away or unsubscribed.
-	Closed,
-	/// The store dropped the subscriber, or reading failed: tell the client.
-	Failed(String),
+/// What the start of a subscription came to.
+enum Started {
+	/// Replayed, and handed to the pump: resolves when it ends.
+	Live(tokio::sync::oneshot::Receiver<Stop>),
+	/// Refused, or ended during its replay.
+	Ended(Stop),
 }
 
+/// A subscription's task. The start (checks, replay) runs in a box of its own, so that while
+/// the subscription is live the task holds only the pump's answer, not the replay's state.
 async fn subscribe(
 	params: Params<'static>,
 	pending: PendingSubscriptionSink,
 	rpc: Arc<StatementRpc>,
 ) -> Result<(), SubscriptionError> {
+	let started = Box::pin(start(params, pending, rpc)).await;
+	let stop = match started {
+		Started::Live(stopped) => stopped.await.unwrap_or(Stop::Closed),
+		Started::Ended(stop) => stop,
+	};
+	match stop {
+		Stop::Closed => Ok(()),
+		Stop::Failed(reason) => Err(reason.into()),
+	}
+}
+
+/// Check the filter, subscribe to the store, accept, replay; then hand over to the pump.
+async fn start(
+	params: Params<'static>,
+	pending: PendingSubscriptionSink,
+	rpc: Arc<StatementRpc>,
+) -> Started {
 	let filter = match Positional::of(&params).and_then(|params| params.filter(0)) {
 		Ok(filter) => filter,
 		Err(err) => {
 			pending.reject(ErrorObjectOwned::from(err)).await;
-			return Ok(());
+			return Started::Ended(Stop::Closed);
 		}
 	};
 	// Held until the subscription ends.
-	let _hooked = rpc.on_subscribe.as_ref().map(|hook| hook(&filter));
+	let hooked = rpc.on_subscribe.as_ref().map(|hook| hook(&filter));
 	let store = rpc.store.clone();
 	let queue_bytes = rpc.queue_bytes;
 	let subscribed =
@@ -354,35 +381,34 @@ async fn subscribe(
 		Ok(Ok(subscription)) => subscription,
 		Ok(Err(err)) => {
 			pending.reject(invalid(err.to_string())).await;
-			return Ok(());
+			return Started::Ended(Stop::Closed);
 		}
 		Err(err) => {
 			pending.reject(store_error(err)).await;
-			return Ok(());
+			return Started::Ended(Stop::Closed);
 		}
 	};
-	let Ok(sink) = pending.accept().await else { return Ok(()) };
-	match serve(&sink, subscription).await {
-		Stop::Closed => Ok(()),
-		Stop::Failed(reason) => Err(reason.into()),
+	let Ok(sink) = pending.accept().await else { return Started::Ended(Stop::Closed) };
+	match replay(&sink, subscription).await {
+		Ok((subscription, last)) => Started::Live(rpc.pump.adopt(sink, subscription, hooked, last)),
+		Err(stop) => Started::Ended(stop),
 	}
 }
 
-/// Replay, then stream, until the client leaves or the subscription fails.
-async fn serve(sink: &jsonrpsee::SubscriptionSink, subscription: Subscription) -> Stop {
+/// Send the stored matches, a page a notification, but the last (with `remaining: 0`), which
+/// is returned for the pump to send: a subscription whose replay is one page (most are)
+/// never waits for buffer room in a task of its own.
+async fn replay(
+	sink: &jsonrpsee::SubscriptionSink,
+	subscription: Subscription,
+) -> Result<(Subscription, Box<serde_json::value::RawValue>), Stop> {
 	let total = subscription.replay_total();
 	// One page ahead, so that the last replay batch can say `remaining: 0`.
-	let (mut subscription, mut current) = match replay_page(subscription).await {
-		Ok(read) => read,
-		Err(stop) => return stop,
-	};
+	let (mut subscription, mut current) = replay_page(subscription).await?;
 	let mut sent = 0u64;
 	loop {
 		let batch = current.take().unwrap_or_default();
-		let (next_subscription, next) = match replay_page(subscription).await {
-			Ok(read) => read,
-			Err(stop) => return stop,
-		};
+		let (next_subscription, next) = replay_page(subscription).await?;
 		subscription = next_subscription;
 		sent += batch.len() as u64;
 		let remaining = if next.is_some() { total.saturating_sub(sent) } else { 0 };
@@ -390,31 +416,11 @@ async fn serve(sink: &jsonrpsee::SubscriptionSink, subscription: Subscription) -
 			statements: batch.into_iter().map(Bytes).collect(),
 			remaining: Some(u32::try_from(remaining).unwrap_or(u32::MAX)),
 		};
-		if let Err(stop) = send(sink, subscription.as_ref(), &event).await {
-			return stop;
-		}
 		if next.is_none() {
-			break;
+			return Ok((subscription, encode(&event)?));
 		}
+		send(sink, subscription.as_ref(), &event).await?;
 		current = next;
-	}
-	loop {
-		let live = tokio::select! {
-			live = subscription.next_live(LIVE_BATCH_BYTES) => live,
-			_ = sink.closed() => return Stop::Closed,
-		};
-		let statements = match live {
-			Ok(statements) => statements,
-			Err(err) => return Stop::Failed(err.to_string()),
-		};
-		let event = StatementEvent::NewStatements {
-			statements: statements.iter().map(|statement| Bytes(statement.to_vec())).collect(),
-			remaining: None,
-		};
-		drop(statements);
-		if let Err(stop) = send(sink, subscription.as_ref(), &event).await {
-			return stop;
-		}
 	}
 }
 
@@ -451,9 +457,13 @@ async fn send(
 		}
 		pause = (pause * 2).min(std::time::Duration::from_millis(100));
 	}
-	let raw = serde_json::value::to_raw_value(event)
-		.map_err(|err| Stop::Failed(format!("cannot encode a notification: {err}")))?;
-	sink.send(raw).await.map_err(|_| Stop::Closed)
+	sink.send(encode(event)?).await.map_err(|_| Stop::Closed)
+}
+
+/// `event` as the notification's JSON.
+fn encode(event: &StatementEvent) -> Result<Box<serde_json::value::RawValue>, Stop> {
+	serde_json::value::to_raw_value(event)
+		.map_err(|err| Stop::Failed(format!("cannot encode a notification: {err}")))
 }
 
 #[cfg(test)]

@@ -112,3 +112,57 @@ async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 	assert_eq!(page["statements"].as_array().unwrap().len(), 300);
 	assert_eq!(page["next"], json!(null));
 }
+
+/// Live subscriptions are served from one task: many idle ones each get exactly the new
+/// statements they match, in order, and one whose client closes it is forgotten by the store
+/// within a sweep of the pump.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_subscriptions_get_their_statements_and_are_forgotten_when_closed() {
+	let dir = TempDir::new("pump");
+	let store = open(&dir);
+	let module: RpcModule<StatementRpc> =
+		StatementRpc::new(Arc::new(store.clone()), true).into_module();
+	let mut subscriptions = Vec::new();
+	for _ in 0..200 {
+		subscriptions.push(
+			module.subscribe("statement_subscribeStatement", vec![json!("any")], 64).await.unwrap(),
+		);
+	}
+	// Each first gets its (empty) replay.
+	for subscription in &mut subscriptions {
+		let first: (Value, _) = subscription.next().await.unwrap().unwrap();
+		assert_eq!(first.0["data"]["statements"], json!([]), "{}", first.0);
+	}
+	let sent: Vec<String> = (0..5)
+		.map(|n| {
+			let statement = numbered(n, 100);
+			assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+			hex(&statement.encode())
+		})
+		.collect();
+	for subscription in &mut subscriptions {
+		let mut got = Vec::new();
+		while got.len() < sent.len() {
+			let (event, _): (Value, _) =
+				tokio::time::timeout(Duration::from_secs(30), subscription.next())
+					.await
+					.expect("live statements arrive")
+					.unwrap()
+					.unwrap();
+			for statement in event["data"]["statements"].as_array().unwrap() {
+				got.push(statement.as_str().unwrap().to_string());
+			}
+		}
+		assert_eq!(got, sent, "each new statement once, in order");
+	}
+	assert_eq!(store.metrics().subscriptions, 200);
+	for mut subscription in subscriptions.drain(..100) {
+		subscription.close();
+	}
+	let deadline = Instant::now() + Duration::from_secs(30);
+	while store.metrics().subscriptions != 100 {
+		let open = store.metrics().subscriptions;
+		assert!(Instant::now() < deadline, "{open} subscriptions still open, 100 expected");
+		tokio::time::sleep(Duration::from_millis(20)).await;
+	}
+}

@@ -90,6 +90,8 @@ struct QueueState {
 	bytes: usize,
 	peak: usize,
 	lagged: bool,
+	/// Woken with `ready`, for a reader that drives many queues from one task.
+	waker: Option<std::task::Waker>,
 }
 
 impl Queue {
@@ -105,8 +107,12 @@ impl Queue {
 		state.peak = state.peak.max(state.bytes);
 		state.items.push_back(item.clone());
 		self.counted(item.len() as isize);
+		let waker = state.waker.clone();
 		drop(state);
 		self.ready.notify_one();
+		if let Some(waker) = waker {
+			waker.wake();
+		}
 		true
 	}
 
@@ -116,8 +122,12 @@ impl Queue {
 		state.items = VecDeque::new();
 		state.bytes = 0;
 		state.lagged = true;
+		let waker = state.waker.clone();
 		drop(state);
 		self.ready.notify_one();
+		if let Some(waker) = waker {
+			waker.wake();
+		}
 	}
 
 	/// Bytes queued now.
@@ -624,6 +634,10 @@ impl StatementSubscription for Subscription {
 
 	fn check(&self) -> statement_primitives::Result<()> {
 		Subscription::check(self).map_err(to_primitives)
+	}
+
+	fn set_waker(&self, waker: std::task::Waker) {
+		self.queue.state.lock().waker = Some(waker);
 	}
 }
 

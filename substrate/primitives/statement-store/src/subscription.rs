@@ -54,6 +54,13 @@ pub trait StatementSubscription: Send + Sync {
 	/// [`crate::Error::Lagged`] if the subscriber was dropped for falling behind.
 	fn check(&self) -> Result<()>;
 
+	/// Wake `waker` whenever a statement is queued or the subscriber is dropped (whenever
+	/// [`StatementSubscription::wait_live`] would resolve), replacing any waker set before.
+	/// For a server that drives many subscriptions from one task rather than a task each;
+	/// after setting it, call [`StatementSubscription::try_next_live`] once, since what was
+	/// queued before did not wake it.
+	fn set_waker(&self, waker: std::task::Waker);
+
 	/// Like [`StatementSubscription::try_next_live`], but waits until there is something to
 	/// return.
 	fn next_live(&self, max_bytes: usize) -> SubscriptionFuture<'_, Result<Vec<Encoded>>> {
