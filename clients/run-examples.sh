@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the client examples against a fresh `--dev` statement-node: the polkadot-js one
 # (js/submit.mjs) and the substrate-interface one (python/submit.py), each over WebSocket and
-# over HTTP. Builds nothing; installs each example's dependencies in its own folder.
+# over HTTP, and the apps' library on polkadot-api (apps/follow.mjs), over WebSocket. Builds nothing; installs each example's dependencies in its own folder.
 #
 #   clients/run-examples.sh [path/to/statement-node]
 #
@@ -79,8 +79,15 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
 		echo "npm ci failed in $here/js" >&2
 		failed=1
 	fi
+	if (cd "$here/apps" && npm ci --no-audit --no-fund --loglevel=error); then
+		run "the apps' library on polkadot-api, settling" \
+			node "$here/apps/follow.mjs" "ws://127.0.0.1:$port" 3
+	else
+		echo "npm ci failed in $here/apps" >&2
+		failed=1
+	fi
 else
-	echo "skipping the polkadot-js example: node and npm are needed"
+	echo "skipping the polkadot-js and polkadot-api examples: node and npm are needed"
 fi
 
 if command -v python3 >/dev/null; then

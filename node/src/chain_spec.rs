@@ -159,17 +159,7 @@ impl ChainSpec {
 				detail: "child tries in genesis.raw.childrenDefault are not supported".into(),
 			});
 		}
-		let decode = |text: &String| {
-			hex::decode(text.trim_start_matches("0x")).map_err(|source| Error::GenesisHex {
-				what: "entry",
-				text: text.clone(),
-				source,
-			})
-		};
-		let mut top = Vec::with_capacity(self.genesis.raw.top.len());
-		for (key, value) in &self.genesis.raw.top {
-			top.push((decode(key)?, decode(value)?));
-		}
+		let top = self.genesis_storage()?.into_iter().collect();
 		let state_root = BlakeTwo256::trie_root(top, StateVersion::V1);
 		let extrinsics_root = BlakeTwo256::trie_root(Vec::new(), StateVersion::V1);
 		Ok(GenesisHeader::new(
@@ -179,6 +169,23 @@ impl ChainSpec {
 			Default::default(),
 			Default::default(),
 		))
+	}
+
+	/// `genesis.raw.top`, its keys and values decoded from hex: the genesis block's storage,
+	/// which `state_getStorage` answers from.
+	pub fn genesis_storage(&self) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, Error> {
+		let decode = |text: &String| {
+			hex::decode(text.trim_start_matches("0x")).map_err(|source| Error::GenesisHex {
+				what: "entry",
+				text: text.clone(),
+				source,
+			})
+		};
+		let mut top = BTreeMap::new();
+		for (key, value) in &self.genesis.raw.top {
+			top.insert(decode(key)?, decode(value)?);
+		}
+		Ok(top)
 	}
 
 	/// The hash of the [genesis header](Self::genesis_header). It names the gossip protocol,

@@ -1,6 +1,6 @@
 //! The JSON-RPC server, over HTTP and WebSocket on one port: the statement methods, the
-//! surface standard clients probe when they connect (`chain_*`, `state_*` in [`chain`] and
-//! [`runtime`], `system_*` in [`system`]), the keystore's `author_*Key` ([`author`]) and
+//! surface standard clients probe when they connect (`chain_*`, `state_*` in [`chain`],
+//! [`runtime`] and [`storage`], `system_*` in [`system`]), the keystore's `author_*Key` ([`author`]) and
 //! `rpc_methods` ([`rpc_methods`], listing only what the caller may call).
 //!
 //! jsonrpsee answers the requests; this module runs the accept loop itself so that every
@@ -20,6 +20,7 @@ mod origin;
 mod oversized;
 mod rpc_methods;
 mod runtime;
+mod storage;
 mod system;
 mod tracking;
 mod transport;

@@ -188,6 +188,39 @@ async fn the_metadata_decodes_with_frame_metadata_and_declares_no_pallets() {
 }
 
 #[tokio::test]
+async fn legacy_storage_reads_answer_from_the_genesis_storage_and_null_for_code() {
+	let (node, genesis) = start_reading_protocol(&["--dev"]);
+	let client = http(&node);
+	// //Alice's allowance: `:statement_allowance:` ++ her sr25519 account, two little-endian
+	// u32s (100,000 statements, 100 MiB).
+	let alice = "d43593c715fdd31c61141abd04a99fd6822c8558854ccde39a5684e7a56da27d";
+	let key = format!("0x{}{alice}", ::hex::encode(b":statement_allowance:"));
+	let value = [100_000u32.to_le_bytes(), (100u32 << 20).to_le_bytes()].concat();
+	for params in [rpc_params![key.clone()], rpc_params![key.clone(), genesis.clone()]] {
+		let read: Option<String> = client.request("state_getStorage", params).await.unwrap();
+		assert_eq!(read, Some(format!("0x{}", ::hex::encode(&value))));
+	}
+	let hash: Option<String> =
+		client.request("state_getStorageHash", rpc_params![key.clone()]).await.unwrap();
+	let expected = sp_crypto_hashing::blake2_256(&value);
+	assert_eq!(hash, Some(format!("0x{}", ::hex::encode(expected))));
+	let size: Option<u64> =
+		client.request("state_getStorageSizeAt", rpc_params![key.clone()]).await.unwrap();
+	assert_eq!(size, Some(8));
+	// `:code`, which polkadot-api reads the hash of: there is no runtime.
+	let code: Option<String> = client
+		.request("state_getStorageHash", rpc_params!["0x3a636f6465", genesis])
+		.await
+		.unwrap();
+	assert_eq!(code, None);
+	let err = client
+		.request::<Value, _>("state_getStorage", rpc_params![key, ZERO_HASH])
+		.await
+		.unwrap_err();
+	assert!(err.to_string().contains("UnknownBlock"), "{err}");
+}
+
+#[tokio::test]
 async fn head_and_version_subscriptions_send_once_over_websocket_and_then_stay_quiet() {
 	let (node, genesis) = start_reading_protocol(&["--dev"]);
 	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();

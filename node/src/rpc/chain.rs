@@ -1,6 +1,7 @@
 //! What standard clients (polkadot-js, substrate-interface, subxt) ask a Substrate node for
 //! when they connect: the genesis block (`chain_*`), the chain spec's `system_properties` and,
-//! through [`runtime`](super::runtime), a runtime version and metadata.
+//! through [`runtime`](super::runtime), a runtime version and metadata, and through
+//! [`storage`](super::storage), the genesis storage.
 //!
 //! The node has no blocks beyond genesis, so genesis is also the best and the finalized block:
 //! every `chain_*` method answers with the genesis header built from the chain spec
@@ -9,7 +10,7 @@
 //! head subscriptions send the genesis header once and then nothing, as a node whose chain
 //! never grows would.
 
-use super::runtime;
+use super::{runtime, storage};
 use crate::{
 	chain_spec::{ChainSpec, GenesisHeader},
 	error::Error,
@@ -22,6 +23,7 @@ use jsonrpsee::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 use sp_core::H256;
+use std::{collections::BTreeMap, sync::Arc};
 
 /// JSON-RPC error code for malformed parameters.
 const INVALID_PARAMS_CODE: i32 = -32602;
@@ -36,6 +38,8 @@ pub struct ChainInfo {
 	pub genesis_hash: H256,
 	/// `system_properties`.
 	pub properties: Map<String, Value>,
+	/// The genesis storage (`genesis.raw.top`), which `state_getStorage` answers from.
+	pub storage: Arc<BTreeMap<Vec<u8>, Vec<u8>>>,
 }
 
 /// A block as `chain_getBlock` returns it: the header and no extrinsics.
@@ -64,6 +68,7 @@ impl ChainInfo {
 			genesis_hash: header.hash(),
 			header,
 			properties: spec.properties.clone().unwrap_or_default(),
+			storage: Arc::new(spec.genesis_storage()?),
 		})
 	}
 
@@ -77,6 +82,7 @@ impl ChainInfo {
 		let mut module = RpcModule::new(self);
 		register_chain(&mut module)?;
 		runtime::register(&mut module)?;
+		storage::register(&mut module)?;
 		module.register_method("system_properties", |_, info, _| {
 			Ok::<_, ErrorObjectOwned>(info.properties.clone())
 		})?;
@@ -113,7 +119,8 @@ fn block_number(value: &Value) -> Result<Option<u32>, ErrorObjectOwned> {
 	})
 }
 
-fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
+/// An invalid-params error saying `message`.
+pub fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
 	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
 }
 

@@ -147,9 +147,15 @@ pub fn metadata() -> Vec<u8> {
 	RuntimeMetadataPrefixed::from(metadata).encode()
 }
 
-/// `Ok` if `at` names the only block there is, else Substrate's unknown-block error.
+/// `Ok` if the first parameter names the only block there is, else Substrate's unknown-block
+/// error.
 fn check_at(info: &ChainInfo, params: &Params) -> Result<(), ErrorObjectOwned> {
-	let at: Option<H256> = block_hash_param(params)?;
+	ensure_genesis(info, block_hash_param(params)?)
+}
+
+/// `Ok` if `at` (`None`: the best block) names the only block there is, else Substrate's
+/// unknown-block error.
+pub fn ensure_genesis(info: &ChainInfo, at: Option<H256>) -> Result<(), ErrorObjectOwned> {
 	if info.is_genesis(at) {
 		return Ok(());
 	}
