@@ -4,7 +4,7 @@
 Starts the node given (`--dev`), opens CONNECTIONS WebSockets with PER subscriptions each on a
 topic nobody submits on, reading every answer, one connection at a time (each waits until its
 replays have come, at most 10 s), then prints the growth of the node's RssAnon per
-subscription. Usage:
+subscription 3 s and 20 s after the last one opened. Usage:
 
     python3 benches/scripts/idle_subscriptions.py target/release/statement-node 20 1000 drain
 
@@ -50,8 +50,13 @@ for c in range(n_conn):
     if drain:
         t0=time.time()
         while counts.get(s,0)<per*0.99 and time.time()-t0<10: time.sleep(0.05)
-time.sleep(3)
-after=rss()
 total=n_conn*per
-print("replays seen", sum(counts.values())); print(f"{'draining' if drain else 'never reading'}: {total} subscriptions, RssAnon {before} -> {after} KiB: {(after-before)/total:.2f} KiB each")
+time.sleep(3)
+print("replays seen", sum(counts.values()))
+# 3 s after the last subscription, and again once the allocator has had time to return what
+# the subscribing itself used (jemalloc purges unused pages after 10 s).
+for waited in (3, 20):
+    if waited > 3: time.sleep(waited-3)
+    after=rss()
+    print(f"{'draining' if drain else 'never reading'}: {total} subscriptions, {waited} s after: RssAnon {before} -> {after} KiB: {(after-before)/total:.2f} KiB each")
 p.kill()

@@ -208,10 +208,8 @@ async fn legacy_storage_reads_answer_from_the_genesis_storage_and_null_for_code(
 		client.request("state_getStorageSizeAt", rpc_params![key.clone()]).await.unwrap();
 	assert_eq!(size, Some(8));
 	// `:code`, which polkadot-api reads the hash of: there is no runtime.
-	let code: Option<String> = client
-		.request("state_getStorageHash", rpc_params!["0x3a636f6465", genesis])
-		.await
-		.unwrap();
+	let code: Option<String> =
+		client.request("state_getStorageHash", rpc_params!["0x3a636f6465", genesis]).await.unwrap();
 	assert_eq!(code, None);
 	let err = client
 		.request::<Value, _>("state_getStorage", rpc_params![key, ZERO_HASH])

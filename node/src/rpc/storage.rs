@@ -102,10 +102,8 @@ mod tests {
 
 	#[tokio::test]
 	async fn other_blocks_and_bad_keys_get_substrates_errors() {
-		let module = ChainInfo::from_spec(&ChainSpec::load("dev").unwrap())
-			.unwrap()
-			.into_module()
-			.unwrap();
+		let module =
+			ChainInfo::from_spec(&ChainSpec::load("dev").unwrap()).unwrap().into_module().unwrap();
 		let other = format!("{:?}", H256::repeat_byte(7));
 		let answer = call(&module, "state_getStorage", json!(["0x3a636f6465", other])).await;
 		assert_eq!(answer["error"]["code"], json!(4003), "{answer}");

@@ -35,6 +35,9 @@ macro_rules! cfg_http_helpers {
 	};
 }
 
+// statement-store: used only with the async client features, which the node leaves off; as a
+// path dependency the crate's warnings are not capped as a registry crate's are.
+#[allow(unused_macros)]
 macro_rules! cfg_async_client {
 	($($item:item)*) => {
 		$(

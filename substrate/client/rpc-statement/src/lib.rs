@@ -53,17 +53,14 @@
 //! server's outgoing buffer; what the client has not taken waits in the store's bounded
 //! queue, and a subscriber that falls further behind is dropped with a subscription error
 //! notification (`{"params": {"subscription": .., "error": "subscription dropped: .."}}`), as
-//! Substrate closes lagging subscriptions. The replay runs in the subscription's own task;
-//! the live stream of every subscription is then served from one task (the pump), woken by
-//! the store when it queues a statement for one, so an idle subscription holds no serving
-//! state of its own.
+//! Substrate closes lagging subscriptions. The replay runs in a task of its own; the live
+//! stream of every subscription is then served from one task (the pump), woken by the store
+//! when it queues a statement for one. The method is registered raw, so jsonrpsee keeps no task
+//! per subscription either: an idle subscription holds no serving state beyond its entry in
+//! the pump, jsonrpsee's own entry and its store subscriber.
 #![forbid(unsafe_code)]
 
-use jsonrpsee::{
-	core::SubscriptionError,
-	types::{error::ErrorObjectOwned, Params},
-	PendingSubscriptionSink, RpcModule,
-};
+use jsonrpsee::{types::error::ErrorObjectOwned, PendingSubscriptionSink, RpcModule};
 use pump::{Pump, Stop};
 use sp_core::Bytes;
 use statement_primitives::{
@@ -287,11 +284,17 @@ fn register(
 			query(rpc.store.as_ref(), &topics, key).map(HexList).map_err(store_error)
 		})?;
 	}
-	module.register_subscription(
+	// Raw: jsonrpsee keeps no task for the subscription's lifetime. The filter is read here,
+	// from the borrowed params; the start (store subscription, accept, replay) runs in a task
+	// that ends when the subscription is handed to the pump.
+	module.register_subscription_raw(
 		"statement_subscribeStatement",
 		"statement_statement",
 		"statement_unsubscribeStatement",
-		|params, pending, rpc, _| async move { subscribe(params, pending, rpc).await },
+		|params, pending, rpc, _| {
+			let filter = Positional::of(&params).and_then(|params| params.filter(0));
+			tokio::spawn(start(filter.map_err(ErrorObjectOwned::from), pending, rpc));
+		},
 	)?;
 	Ok(())
 }
@@ -332,44 +335,16 @@ fn dump(rpc: &StatementRpc) -> Result<Vec<Bytes>, ErrorObjectOwned> {
 /// A subscription as the store hands it out.
 type Subscription = Box<dyn StatementSubscription>;
 
-/// What the start of a subscription came to.
-enum Started {
-	/// Replayed, and handed to the pump: resolves when it ends.
-	Live(tokio::sync::oneshot::Receiver<Stop>),
-	/// Refused, or ended during its replay.
-	Ended(Stop),
-}
-
-/// A subscription's task. The start (checks, replay) runs in a box of its own, so that while
-/// the subscription is live the task holds only the pump's answer, not the replay's state.
-async fn subscribe(
-	params: Params<'static>,
-	pending: PendingSubscriptionSink,
-	rpc: Arc<StatementRpc>,
-) -> Result<(), SubscriptionError> {
-	let started = Box::pin(start(params, pending, rpc)).await;
-	let stop = match started {
-		Started::Live(stopped) => stopped.await.unwrap_or(Stop::Closed),
-		Started::Ended(stop) => stop,
-	};
-	match stop {
-		Stop::Closed => Ok(()),
-		Stop::Failed(reason) => Err(reason.into()),
-	}
-}
-
-/// Check the filter, subscribe to the store, accept, replay; then hand over to the pump.
+/// Subscribe to the store, accept, replay; then hand the subscription to the pump. A
+/// subscription that fails during its replay ends with the error notification.
 async fn start(
-	params: Params<'static>,
+	filter: Result<TopicFilter, ErrorObjectOwned>,
 	pending: PendingSubscriptionSink,
 	rpc: Arc<StatementRpc>,
-) -> Started {
-	let filter = match Positional::of(&params).and_then(|params| params.filter(0)) {
+) {
+	let filter = match filter {
 		Ok(filter) => filter,
-		Err(err) => {
-			pending.reject(ErrorObjectOwned::from(err)).await;
-			return Started::Ended(Stop::Closed);
-		}
+		Err(err) => return pending.reject(err).await,
 	};
 	// Held until the subscription ends.
 	let hooked = rpc.on_subscribe.as_ref().map(|hook| hook(&filter));
@@ -379,19 +354,16 @@ async fn start(
 		tokio::task::spawn_blocking(move || store.subscribe_with_queue(filter, queue_bytes)).await;
 	let subscription = match subscribed {
 		Ok(Ok(subscription)) => subscription,
-		Ok(Err(err)) => {
-			pending.reject(invalid(err.to_string())).await;
-			return Started::Ended(Stop::Closed);
-		}
-		Err(err) => {
-			pending.reject(store_error(err)).await;
-			return Started::Ended(Stop::Closed);
-		}
+		Ok(Err(err)) => return pending.reject(invalid(err.to_string())).await,
+		Err(err) => return pending.reject(store_error(err)).await,
 	};
-	let Ok(sink) = pending.accept().await else { return Started::Ended(Stop::Closed) };
+	let Ok(sink) = pending.accept().await else { return };
 	match replay(&sink, subscription).await {
-		Ok((subscription, last)) => Started::Live(rpc.pump.adopt(sink, subscription, hooked, last)),
-		Err(stop) => Started::Ended(stop),
+		Ok((subscription, last)) => rpc.pump.adopt(sink, subscription, hooked, last),
+		Err(Stop::Closed) => {}
+		Err(Stop::Failed(reason)) => {
+			let _ = sink.send_error(reason).await;
+		}
 	}
 }
 

@@ -5,13 +5,13 @@
 //! pump through a [`std::task::Waker`] when it queues a statement for the subscription (or
 //! drops it for lagging); the pump then sends what is queued, at most
 //! [`IN_FLIGHT_NOTIFICATIONS`] notifications in the connection's outgoing buffer at a time,
-//! as the task of each subscription did before. An idle subscription so costs its entry and
-//! its small waiting future, not a task with the whole serving state machine.
+//! as the task of each subscription did before. An idle subscription so costs its entry, not
+//! a task with the whole serving state machine.
 //!
 //! A subscription ends when its client unsubscribes or disconnects (found by a sweep every
 //! [`SWEEP_PERIOD`], or at its next send) or when the store drops it for lagging; the pump
-//! then tells the subscription's waiting future why, which returns it to jsonrpsee (a lag
-//! becomes the usual error notification).
+//! then forgets it, after sending the error notification for a lag (from a short task of its
+//! own when the connection has no room for it).
 
 use crate::{encode, IN_FLIGHT_NOTIFICATIONS, LIVE_BATCH_BYTES};
 use jsonrpsee::SubscriptionSink;
@@ -28,7 +28,7 @@ use std::{
 	task::Wake,
 	time::Duration,
 };
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::Notify;
 
 /// How often the pump looks for subscriptions whose client has gone, and retries sends that
 /// found the connection's buffer full.
@@ -50,7 +50,6 @@ struct Live {
 	pending: Option<Box<RawValue>>,
 	/// Kept for as long as the subscription lives (the light node's interest).
 	_held: Option<Box<dyn std::any::Any + Send>>,
-	stop: oneshot::Sender<Stop>,
 }
 
 /// The pump's wake-up for one subscription.
@@ -106,32 +105,30 @@ impl Default for Pump {
 }
 
 impl Pump {
-	/// Serve `subscription` on `sink` from now on, `first` before anything else; resolves when
-	/// it ends, with why. Starts the pump's task on the current runtime the first time.
+	/// Serve `subscription` on `sink` from now on, `first` before anything else, until it
+	/// ends. Starts the pump's task on the current runtime the first time.
 	pub fn adopt(
 		&self,
 		sink: SubscriptionSink,
 		subscription: Box<dyn StatementSubscription>,
 		held: Option<Box<dyn std::any::Any + Send>>,
 		first: Box<RawValue>,
-	) -> oneshot::Receiver<Stop> {
+	) {
 		self.started.call_once(|| {
 			tokio::spawn(run(self.shared.clone()));
 		});
 		let shared = &self.shared;
 		let key = shared.next_key.fetch_add(1, Ordering::Relaxed);
-		let (stop, stopped) = oneshot::channel();
 		let woken = Arc::new(Woken {
 			key,
 			scheduled: AtomicBool::new(false),
 			pump: Arc::downgrade(shared),
 		});
 		subscription.set_waker(woken.clone().into());
-		let live = Live { sink, subscription, pending: Some(first), _held: held, stop };
+		let live = Live { sink, subscription, pending: Some(first), _held: held };
 		shared.live.lock().insert(key, live);
 		// What was queued before the waker was set.
 		woken.wake_by_ref();
-		stopped
 	}
 }
 
@@ -224,10 +221,24 @@ fn serve(live: &mut HashMap<u64, Live>, key: u64, waiting: &mut Vec<u64>) {
 			}
 		};
 		if let Some(stop) = stop {
-			if let Some(entry) = live.remove(&key) {
-				let _ = entry.stop.send(stop);
+			if let (Some(entry), Stop::Failed(reason)) = (live.remove(&key), stop) {
+				fail(entry.sink, reason);
 			}
 			return;
+		}
+	}
+}
+
+/// End a subscription with the error notification saying `reason`: sent now if the
+/// connection has room, else from a task that waits for room (or for the client to leave).
+fn fail(mut sink: SubscriptionSink, reason: String) {
+	use jsonrpsee::core::server::TrySendError;
+	match sink.try_send_error(reason.clone()) {
+		Ok(()) | Err(TrySendError::Closed(_)) => {}
+		Err(TrySendError::Full(_)) => {
+			tokio::spawn(async move {
+				let _ = sink.send_error(reason).await;
+			});
 		}
 	}
 }

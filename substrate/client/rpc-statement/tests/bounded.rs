@@ -66,6 +66,54 @@ async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() 
 	assert!(received <= 5, "{received} notifications");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_subscriber_is_told_why_in_an_error_notification() {
+	let dir = TempDir::new("lag-error");
+	let store = open(&dir);
+	let module: RpcModule<StatementRpc> = StatementRpc::new(Arc::new(store.clone()), true)
+		.with_subscriber_queue_bytes(16 * 1024)
+		.into_module();
+	// The raw messages the connection would write, four at most in its buffer, unread.
+	let request = json!({
+		"jsonrpc": "2.0", "id": 1, "method": "statement_subscribeStatement", "params": ["any"],
+	});
+	let (response, mut messages) = module.raw_json_request(&request.to_string(), 4).await.unwrap();
+	let response: Value = serde_json::from_str(response.get()).unwrap();
+	let id = response["result"].clone();
+	assert!(!id.is_null(), "{response}");
+	let deadline = Instant::now() + Duration::from_secs(60);
+	let mut n = 0;
+	while store.metrics().subscriptions != 0 {
+		assert!(Instant::now() < deadline, "still subscribed after {n} statements");
+		assert_eq!(store.submit(numbered(n, 1000), StatementSource::Local), SubmitResult::New);
+		n += 1;
+		if n % 50 == 0 {
+			tokio::time::sleep(Duration::from_millis(10)).await;
+		}
+	}
+	// The client reads what it was sent: the replay, the notifications its buffer held, then
+	// the error, which waited for room.
+	let mut seen = Vec::new();
+	let error = loop {
+		let message = tokio::time::timeout(Duration::from_secs(30), messages.recv())
+			.await
+			.unwrap_or_else(|_| panic!("no error notification after {} others", seen.len()))
+			.unwrap_or_else(|| {
+				panic!("the connection closed without an error, after {} notifications", seen.len())
+			});
+		let message: Value = serde_json::from_str(message.get()).unwrap();
+		if message["params"].get("error").is_some() {
+			break message;
+		}
+		seen.push(message);
+	};
+	assert_eq!(error["method"], "statement_statement", "{error}");
+	assert_eq!(error["params"]["subscription"], id, "{error}");
+	let reason = error["params"]["error"].as_str().unwrap();
+	assert!(reason.starts_with("subscription dropped"), "{reason}");
+	assert!(seen.len() <= 5, "{} notifications before the error", seen.len());
+}
+
 #[tokio::test]
 async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 	let dir = TempDir::new("dump");

@@ -385,6 +385,33 @@ impl SubscriptionSink {
 		self.inner.try_send(json)
 	}
 
+	// statement-store: a subscription served without a task of its own (registered with
+	// `register_subscription_raw`) has no callback whose `Err` jsonrpsee turns into the error
+	// notification. These two send that notification from the sink.
+
+	/// Send the subscription's error notification, as a subscription callback returning
+	/// `Err(error)` ends with (`{"params": {"subscription": <id>, "error": <error>}}`), waiting
+	/// until the connection has room. Nothing more should be sent on the subscription after it.
+	///
+	/// Returns `Err` if the connection or subscription was closed.
+	pub async fn send_error(&self, error: impl Into<SubscriptionError>) -> Result<(), DisconnectError> {
+		let json = sub_err_to_json(error.into(), self.uniq_sub.sub_id.clone(), self.method);
+		if self.is_closed() {
+			return Err(DisconnectError(SubscriptionMessage::from_complete_message(json)));
+		}
+		self.inner.send(json).await
+	}
+
+	/// [`SubscriptionSink::send_error`] without waiting: fails if the connection's buffer is
+	/// full or the connection or subscription was closed.
+	pub fn try_send_error(&mut self, error: impl Into<SubscriptionError>) -> Result<(), TrySendError> {
+		let json = sub_err_to_json(error.into(), self.uniq_sub.sub_id.clone(), self.method);
+		if self.is_closed() {
+			return Err(TrySendError::Closed(SubscriptionMessage::from_complete_message(json)));
+		}
+		self.inner.try_send(json)
+	}
+
 	/// Returns whether the subscription is closed.
 	pub fn is_closed(&self) -> bool {
 		self.inner.is_closed() || !self.is_active_subscription()
