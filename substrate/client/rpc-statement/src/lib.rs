@@ -48,10 +48,11 @@
 //! `<given>` is the value itself, cut to [`SHOWN_CHARS`] characters, when its JSON type is one
 //! the parameter takes, and only its type (`a string`, `an object`, ...) when it is not.
 //!
-//! A subscription replays the stored matches a page at a time as the client reads them, then
-//! streams new matches. It keeps at most [`IN_FLIGHT_NOTIFICATIONS`] notifications in the
-//! server's outgoing buffer; what the client has not taken waits in the store's bounded
-//! queue, and a subscriber that falls further behind is dropped with a subscription error
+//! A subscription replays the stored matches a page at a time as the client reads them (while
+//! the connection's outgoing buffer holds fewer than [`IN_FLIGHT_NOTIFICATIONS`] messages),
+//! then streams new matches (while the pump's notifications waiting in that buffer come to
+//! less than [`CONNECTION_IN_FLIGHT_BYTES`]); what the client has not taken waits in the
+//! store's bounded queue, and a subscriber that falls further behind is dropped with a subscription error
 //! notification (`{"params": {"subscription": .., "error": "subscription dropped: .."}}`), as
 //! Substrate closes lagging subscriptions. The replay runs in a task of its own; the live
 //! stream of every subscription is then served from one task (the pump), woken by the store
@@ -61,6 +62,7 @@
 #![forbid(unsafe_code)]
 
 use jsonrpsee::{types::error::ErrorObjectOwned, PendingSubscriptionSink, RpcModule};
+pub use pump::CONNECTION_IN_FLIGHT_BYTES;
 use pump::{Pump, Stop};
 use sp_core::Bytes;
 use statement_primitives::{
@@ -89,7 +91,7 @@ pub const RESPONSE_TOO_LARGE_CODE: i32 = -32008;
 pub const DEFAULT_MAX_RESPONSE_BYTES: u32 = 10 * 1024 * 1024;
 /// Most statements `statement_dumpPage` returns at once.
 pub const DUMP_PAGE_MAX: usize = 1000;
-/// Notifications a subscription may have waiting in the server's buffer for its connection.
+/// Messages a connection's outgoing buffer may hold for a replay page to be sent.
 pub const IN_FLIGHT_NOTIFICATIONS: usize = 2;
 
 /// Encoded bytes per notification while replaying stored statements (a statement larger

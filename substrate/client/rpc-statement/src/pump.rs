@@ -4,23 +4,24 @@
 //! subscription and whatever must live as long as it, kept in one map. The store wakes the
 //! pump through a [`std::task::Waker`] when it queues a statement for the subscription (or
 //! drops it for lagging); the pump then sends what is queued, at most
-//! [`IN_FLIGHT_NOTIFICATIONS`] notifications in the connection's outgoing buffer at a time,
-//! as the task of each subscription did before. An idle subscription so costs its entry, not
-//! a task with the whole serving state machine.
+//! [`CONNECTION_IN_FLIGHT_BYTES`] of notifications in a connection's outgoing buffer at a
+//! time (counted per connection, not per subscription: one statement that matches every
+//! subscription of a connection reaches them all at once). An idle subscription so costs
+//! its entry, not a task with the whole serving state machine.
 //!
 //! A subscription ends when its client unsubscribes or disconnects (found by a sweep every
 //! [`SWEEP_PERIOD`], or at its next send) or when the store drops it for lagging; the pump
 //! then forgets it, after sending the error notification for a lag (from a short task of its
 //! own when the connection has no room for it).
 
-use crate::{encode, IN_FLIGHT_NOTIFICATIONS, LIVE_BATCH_BYTES};
-use jsonrpsee::SubscriptionSink;
+use crate::{encode, LIVE_BATCH_BYTES};
+use jsonrpsee::{ConnectionId, SubscriptionSink};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
 use sp_core::Bytes;
 use statement_primitives::{StatementEvent, StatementSubscription};
 use std::{
-	collections::HashMap,
+	collections::{HashMap, HashSet, VecDeque},
 	sync::{
 		atomic::{AtomicBool, AtomicU64, Ordering},
 		Arc, Weak,
@@ -141,6 +142,7 @@ async fn run(pump: Arc<Shared>) {
 	// Subscriptions whose connection had no room: retried after a pause that starts at 1 ms
 	// and doubles while none of them gets room, as each subscription's task used to poll.
 	let mut waiting: Vec<u64> = Vec::new();
+	let mut connections: HashMap<ConnectionId, InFlight> = HashMap::new();
 	let mut pause = FIRST_RETRY;
 	loop {
 		let retry = tokio::time::sleep(if waiting.is_empty() { SWEEP_PERIOD } else { pause });
@@ -156,15 +158,18 @@ async fn run(pump: Arc<Shared>) {
 		let mut live = pump.live.lock();
 		for woken in woken {
 			woken.scheduled.store(false, Ordering::Release);
-			serve(&mut live, woken.key, &mut waiting);
+			serve(&mut live, &mut connections, woken.key, &mut waiting);
 		}
 		if swept {
 			live.retain(|_, entry| !entry.sink.is_closed());
+			let open: HashSet<ConnectionId> =
+				live.values().map(|entry| entry.sink.connection_id()).collect();
+			connections.retain(|connection, _| open.contains(connection));
 		}
 		if retried {
 			let before = waiting.len();
 			for key in std::mem::take(&mut waiting) {
-				serve(&mut live, key, &mut waiting);
+				serve(&mut live, &mut connections, key, &mut waiting);
 			}
 			pause = if waiting.len() < before { FIRST_RETRY } else { (pause * 2).min(LAST_RETRY) };
 		}
@@ -177,55 +182,105 @@ const FIRST_RETRY: Duration = Duration::from_millis(1);
 /// The longest such pause.
 const LAST_RETRY: Duration = Duration::from_millis(100);
 
+/// Encoded notification bytes the pump keeps in one connection's outgoing buffer at most (one
+/// notification is always let through, however large). A connection with many subscriptions
+/// so gets a statement to each of them at once (1,000 notifications of a small statement fit),
+/// while a client that stops reading holds at most this much there; its backlog waits in the
+/// store's bounded queues, where lagging is noticed.
+pub const CONNECTION_IN_FLIGHT_BYTES: usize = 1024 * 1024;
+
+/// What the pump has put in one connection's outgoing buffer and not yet seen leave it.
+#[derive(Default)]
+struct InFlight {
+	/// Sizes of the notifications sent, oldest first.
+	sent: VecDeque<usize>,
+	bytes: usize,
+}
+
+impl InFlight {
+	/// Forget what has left the buffer: with `pending` messages in it (ours and any others),
+	/// at most that many of ours are still there, and the buffer is first in, first out.
+	fn drain(&mut self, pending: usize) {
+		while self.sent.len() > pending {
+			if let Some(size) = self.sent.pop_front() {
+				self.bytes -= size;
+			}
+		}
+	}
+
+	/// Whether a notification of `size` bytes may go now.
+	fn has_room_for(&self, size: usize) -> bool {
+		self.sent.is_empty() || self.bytes + size <= CONNECTION_IN_FLIGHT_BYTES
+	}
+
+	fn push(&mut self, size: usize) {
+		self.sent.push_back(size);
+		self.bytes += size;
+	}
+}
+
 /// Send what is queued for subscription `key` while its connection has room; note it in
 /// `waiting` when the connection's buffer is full; end it if it lagged or its client left.
-fn serve(live: &mut HashMap<u64, Live>, key: u64, waiting: &mut Vec<u64>) {
+fn serve(
+	live: &mut HashMap<u64, Live>,
+	connections: &mut HashMap<ConnectionId, InFlight>,
+	key: u64,
+	waiting: &mut Vec<u64>,
+) {
 	loop {
 		let Some(entry) = live.get_mut(&key) else { return };
-		let stop = if entry.sink.is_closed() {
-			Some(Stop::Closed)
-		} else if entry.sink.max_capacity().saturating_sub(entry.sink.capacity())
-			>= IN_FLIGHT_NOTIFICATIONS
-		{
-			match entry.subscription.check() {
-				Ok(()) => {
-					if !waiting.contains(&key) {
-						waiting.push(key);
-					}
-					return;
-				}
-				Err(err) => Some(Stop::Failed(err.to_string())),
-			}
-		} else {
-			let next = match entry.pending.take() {
-				Some(pending) => Ok(pending),
-				None => match entry.subscription.try_next_live(LIVE_BATCH_BYTES) {
-					Ok(statements) if statements.is_empty() => return,
-					Ok(statements) => encode(&StatementEvent::NewStatements {
-						statements: statements.iter().map(|item| Bytes(item.to_vec())).collect(),
-						remaining: None,
-					}),
-					Err(err) => Err(Stop::Failed(err.to_string())),
-				},
-			};
-			match next {
-				// Room was checked above, and only this task sends for a live subscription.
-				Ok(raw) => match entry.sink.try_send(raw) {
-					Ok(()) => None,
-					Err(jsonrpsee::core::server::TrySendError::Closed(_)) => Some(Stop::Closed),
-					Err(jsonrpsee::core::server::TrySendError::Full(_)) => {
-						Some(Stop::Failed("the connection's buffer filled unexpectedly".into()))
-					}
-				},
-				Err(stop) => Some(stop),
-			}
+		if entry.sink.is_closed() {
+			live.remove(&key);
+			return;
+		}
+		let next = match entry.pending.take() {
+			Some(pending) => Ok(pending),
+			None => match entry.subscription.try_next_live(LIVE_BATCH_BYTES) {
+				Ok(statements) if statements.is_empty() => return,
+				Ok(statements) => encode(&StatementEvent::NewStatements {
+					statements: statements.iter().map(|item| Bytes(item.to_vec())).collect(),
+					remaining: None,
+				}),
+				Err(err) => Err(Stop::Failed(err.to_string())),
+			},
 		};
-		if let Some(stop) = stop {
-			if let (Some(entry), Stop::Failed(reason)) = (live.remove(&key), stop) {
-				fail(entry.sink, reason);
+		let raw = match next {
+			Ok(raw) => raw,
+			Err(stop) => return end(live, key, stop),
+		};
+		let in_flight = connections.entry(entry.sink.connection_id()).or_default();
+		in_flight.drain(entry.sink.max_capacity().saturating_sub(entry.sink.capacity()));
+		let size = raw.get().len();
+		if entry.sink.capacity() == 0 || !in_flight.has_room_for(size) {
+			// Kept for when there is room; meanwhile the store may drop a subscriber that
+			// falls too far behind.
+			entry.pending = Some(raw);
+			if let Err(err) = entry.subscription.check() {
+				return end(live, key, Stop::Failed(err.to_string()));
+			}
+			if !waiting.contains(&key) {
+				waiting.push(key);
 			}
 			return;
 		}
+		// Room was checked above, and only this task sends for a live subscription.
+		match entry.sink.try_send(raw) {
+			Ok(()) => in_flight.push(size),
+			Err(jsonrpsee::core::server::TrySendError::Closed(_)) => {
+				return end(live, key, Stop::Closed)
+			}
+			Err(jsonrpsee::core::server::TrySendError::Full(_)) => {
+				let reason = "the connection's buffer filled unexpectedly".into();
+				return end(live, key, Stop::Failed(reason));
+			}
+		}
+	}
+}
+
+/// Forget subscription `key`, telling its client why if it failed.
+fn end(live: &mut HashMap<u64, Live>, key: u64, stop: Stop) {
+	if let (Some(entry), Stop::Failed(reason)) = (live.remove(&key), stop) {
+		fail(entry.sink, reason);
 	}
 }
 
@@ -240,5 +295,30 @@ fn fail(mut sink: SubscriptionSink, reason: String) {
 				let _ = sink.send_error(reason).await;
 			});
 		}
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn in_flight_lets_one_notification_through_and_then_counts_bytes() {
+		let mut in_flight = InFlight::default();
+		// However large, the first goes.
+		assert!(in_flight.has_room_for(CONNECTION_IN_FLIGHT_BYTES * 2));
+		in_flight.push(CONNECTION_IN_FLIGHT_BYTES - 100);
+		assert!(in_flight.has_room_for(100));
+		assert!(!in_flight.has_room_for(101));
+		in_flight.push(100);
+		// Three messages in the buffer: both of ours may still be there.
+		in_flight.drain(3);
+		assert_eq!(in_flight.bytes, CONNECTION_IN_FLIGHT_BYTES);
+		// One left: the older of ours is gone.
+		in_flight.drain(1);
+		assert_eq!((in_flight.sent.len(), in_flight.bytes), (1, 100));
+		assert!(in_flight.has_room_for(CONNECTION_IN_FLIGHT_BYTES - 100));
+		in_flight.drain(0);
+		assert_eq!((in_flight.sent.len(), in_flight.bytes), (0, 0));
 	}
 }

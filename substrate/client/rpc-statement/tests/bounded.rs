@@ -114,6 +114,45 @@ async fn a_dropped_subscriber_is_told_why_in_an_error_notification() {
 	assert!(seen.len() <= 5, "{} notifications before the error", seen.len());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_does_not_read_holds_at_most_its_in_flight_bytes() {
+	let dir = TempDir::new("in-flight");
+	let store = open(&dir);
+	let module: RpcModule<StatementRpc> = StatementRpc::new(Arc::new(store.clone()), true)
+		.with_subscriber_queue_bytes(4 << 20)
+		.into_module();
+	// A buffer of 10,000 messages, never read: only the pump's byte bound holds it back.
+	let request = json!({
+		"jsonrpc": "2.0", "id": 1, "method": "statement_subscribeStatement", "params": ["any"],
+	});
+	let (_, mut messages) = module.raw_json_request(&request.to_string(), 10_000).await.unwrap();
+	// 4 MiB of 20 KB statements, one commit at a time, so that each could be a notification.
+	for n in 0..200 {
+		assert_eq!(store.submit(numbered(n, 20_000), StatementSource::Local), SubmitResult::New);
+		store.wait_for_matching();
+		tokio::time::sleep(Duration::from_millis(2)).await;
+	}
+	tokio::time::sleep(Duration::from_millis(300)).await;
+	let (mut notifications, mut bytes, mut largest) = (0, 0, 0);
+	while let Ok(message) = messages.try_recv() {
+		let message: Value = serde_json::from_str(message.get()).unwrap();
+		let Some(result) = message["params"].get("result") else { continue };
+		if result["data"].get("remaining").is_some() {
+			continue;
+		}
+		let size = serde_json::to_string(result).unwrap().len();
+		notifications += 1;
+		bytes += size;
+		largest = largest.max(size);
+	}
+	assert!(notifications > 2, "only {notifications} notifications: the bound is in bytes");
+	assert!(
+		bytes <= statement_rpc::CONNECTION_IN_FLIGHT_BYTES + largest,
+		"{bytes} bytes in {notifications} notifications waited in the buffer"
+	);
+	assert_eq!(store.metrics().subscriptions, 1, "the subscriber is within its queue");
+}
+
 #[tokio::test]
 async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 	let dir = TempDir::new("dump");
