@@ -66,7 +66,7 @@ pub use pump::CONNECTION_IN_FLIGHT_BYTES;
 use pump::{Pump, Stop};
 use sp_core::Bytes;
 use statement_primitives::{
-	StatementEvent, StatementSource, StatementStore, StatementSubscription, Topic, TopicFilter,
+	StatementSource, StatementStore, StatementSubscription, Topic, TopicFilter,
 	DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
 use std::sync::Arc;
@@ -193,7 +193,7 @@ fn store_error(err: impl std::fmt::Display) -> ErrorObjectOwned {
 /// serialize, with every item hex-encoded into one reused buffer through a byte-pair table
 /// (a 100-statement answer is ~50 KB of hex; see benches/README.md, "Node under load").
 #[derive(Clone)]
-struct HexList(Vec<Vec<u8>>);
+struct HexList<T>(Vec<T>);
 
 /// The two lowercase hex digits of every byte.
 const HEX_PAIRS: [[u8; 2]; 256] = {
@@ -217,18 +217,49 @@ fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
 	}
 }
 
-impl serde::Serialize for HexList {
+impl<T: AsRef<[u8]>> serde::Serialize for HexList<T> {
 	fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
 		use serde::ser::{Error, SerializeSeq};
-		let longest = self.0.iter().map(Vec::len).max().unwrap_or(0);
+		let longest = self.0.iter().map(|item| item.as_ref().len()).max().unwrap_or(0);
 		let mut buffer = Vec::with_capacity(2 + 2 * longest);
 		let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
 		for item in &self.0 {
-			hex_into(&mut buffer, item);
+			hex_into(&mut buffer, item.as_ref());
 			let text = std::str::from_utf8(&buffer).map_err(S::Error::custom)?;
 			seq.serialize_element(text)?;
 		}
 		seq.end()
+	}
+}
+
+/// A `newStatements` notification's result, serialized exactly as
+/// [`StatementEvent::NewStatements`] is (`{"event": "newStatements", "data": {"statements":
+/// [..], "remaining": ..}}`), but from the encodings as the store hands them out: no copy of
+/// each statement into a `Bytes`, no hex `String` for each.
+struct NewStatements<T> {
+	statements: HexList<T>,
+	remaining: Option<u32>,
+}
+
+impl<T: AsRef<[u8]>> serde::Serialize for NewStatements<T> {
+	fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+		use serde::ser::SerializeStruct;
+		struct Data<'a, T>(&'a NewStatements<T>);
+		impl<T: AsRef<[u8]>> serde::Serialize for Data<'_, T> {
+			fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+				let fields = if self.0.remaining.is_some() { 2 } else { 1 };
+				let mut data = serializer.serialize_struct("NewStatements", fields)?;
+				data.serialize_field("statements", &self.0.statements)?;
+				if let Some(remaining) = self.0.remaining {
+					data.serialize_field("remaining", &remaining)?;
+				}
+				data.end()
+			}
+		}
+		let mut event = serializer.serialize_struct("StatementEvent", 2)?;
+		event.serialize_field("event", "newStatements")?;
+		event.serialize_field("data", &Data(self))?;
+		event.end()
 	}
 }
 
@@ -386,14 +417,11 @@ async fn replay(
 		subscription = next_subscription;
 		sent += batch.len() as u64;
 		let remaining = if next.is_some() { total.saturating_sub(sent) } else { 0 };
-		let event = StatementEvent::NewStatements {
-			statements: batch.into_iter().map(Bytes).collect(),
-			remaining: Some(u32::try_from(remaining).unwrap_or(u32::MAX)),
-		};
+		let event = encode(batch, Some(u32::try_from(remaining).unwrap_or(u32::MAX)))?;
 		if next.is_none() {
-			return Ok((subscription, encode(&event)?));
+			return Ok((subscription, event));
 		}
-		send(sink, subscription.as_ref(), &event).await?;
+		send(sink, subscription.as_ref(), event).await?;
 		current = next;
 	}
 }
@@ -420,7 +448,7 @@ async fn replay_page(
 async fn send(
 	sink: &jsonrpsee::SubscriptionSink,
 	subscription: &dyn StatementSubscription,
-	event: &StatementEvent,
+	event: Box<serde_json::value::RawValue>,
 ) -> Result<(), Stop> {
 	let mut pause = std::time::Duration::from_millis(1);
 	while sink.max_capacity().saturating_sub(sink.capacity()) >= IN_FLIGHT_NOTIFICATIONS {
@@ -431,18 +459,23 @@ async fn send(
 		}
 		pause = (pause * 2).min(std::time::Duration::from_millis(100));
 	}
-	sink.send(encode(event)?).await.map_err(|_| Stop::Closed)
+	sink.send(event).await.map_err(|_| Stop::Closed)
 }
 
-/// `event` as the notification's JSON.
-fn encode(event: &StatementEvent) -> Result<Box<serde_json::value::RawValue>, Stop> {
-	serde_json::value::to_raw_value(event)
+/// A `newStatements` notification's JSON: `statements` (encodings) and, while replaying, how
+/// many `remaining`.
+fn encode<T: AsRef<[u8]>>(
+	statements: Vec<T>,
+	remaining: Option<u32>,
+) -> Result<Box<serde_json::value::RawValue>, Stop> {
+	serde_json::value::to_raw_value(&NewStatements { statements: HexList(statements), remaining })
 		.map_err(|err| Stop::Failed(format!("cannot encode a notification: {err}")))
 }
 
 #[cfg(test)]
 mod tests {
 	use super::*;
+	use statement_primitives::StatementEvent;
 
 	#[test]
 	fn an_answer_serializes_as_the_hex_strings_bytes_give() {
@@ -450,7 +483,22 @@ mod tests {
 		let ours = serde_json::to_string(&HexList(items.clone())).unwrap();
 		let theirs = serde_json::to_string(&encoded_as_bytes(items)).unwrap();
 		assert_eq!(ours, theirs);
-		assert_eq!(serde_json::to_string(&HexList(Vec::new())).unwrap(), "[]");
+		assert_eq!(serde_json::to_string(&HexList(Vec::<Vec<u8>>::new())).unwrap(), "[]");
+	}
+
+	#[test]
+	fn a_notification_serializes_as_the_statement_event_would() {
+		let items = vec![vec![], vec![0x00, 0x0f, 0xf0, 0xff], (0..=255).collect(), vec![7; 300]];
+		for statements in [Vec::new(), items[..1].to_vec(), items.clone()] {
+			for remaining in [None, Some(0), Some(u32::MAX)] {
+				let ours = encode(statements.clone(), remaining).ok().unwrap();
+				let event = StatementEvent::NewStatements {
+					statements: encoded_as_bytes(statements.clone()),
+					remaining,
+				};
+				assert_eq!(ours.get(), serde_json::to_string(&event).unwrap());
+			}
+		}
 	}
 
 	fn encoded_as_bytes(items: Vec<Vec<u8>>) -> Vec<Bytes> {

@@ -18,8 +18,7 @@ use crate::{encode, LIVE_BATCH_BYTES};
 use jsonrpsee::{ConnectionId, SubscriptionSink};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
-use sp_core::Bytes;
-use statement_primitives::{StatementEvent, StatementSubscription};
+use statement_primitives::StatementSubscription;
 use std::{
 	collections::{HashMap, HashSet, VecDeque},
 	sync::{
@@ -237,10 +236,7 @@ fn serve(
 			Some(pending) => Ok(pending),
 			None => match entry.subscription.try_next_live(LIVE_BATCH_BYTES) {
 				Ok(statements) if statements.is_empty() => return,
-				Ok(statements) => encode(&StatementEvent::NewStatements {
-					statements: statements.iter().map(|item| Bytes(item.to_vec())).collect(),
-					remaining: None,
-				}),
+				Ok(statements) => encode(statements, None),
 				Err(err) => Err(Stop::Failed(err.to_string())),
 			},
 		};
