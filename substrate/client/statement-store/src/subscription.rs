@@ -905,6 +905,37 @@ mod tests {
 	}
 
 	#[test]
+	fn commits_never_wait_on_subscribers_that_do_not_read() {
+		let subscriptions = Arc::new(Subscriptions::with_budget(usize::MAX));
+		let queues: Vec<_> = (0..1_000)
+			.map(|_| subscriptions.add(TopicFilter::Any, 1 << 20, true).1)
+			.collect();
+		// The matcher is held up (its index locked here); nobody reads any queue. Commits must
+		// still go through: they hand their statements over and never match themselves.
+		let index = subscriptions.shared.index.lock();
+		let (done, finished) = std::sync::mpsc::channel();
+		let committer = {
+			let subscriptions = subscriptions.clone();
+			std::thread::spawn(move || {
+				for id in 0..200u64 {
+					subscriptions.notify(vec![record(id, &[1])]);
+				}
+				let _ = done.send(());
+			})
+		};
+		let outcome = finished.recv_timeout(std::time::Duration::from_secs(60));
+		let matched = subscriptions.shared.matched_batch.load(Ordering::Acquire);
+		drop(index);
+		assert!(outcome.is_ok(), "200 commits did not return in 60 s with the matcher held up");
+		assert!(matched < 200, "the commits were matched while the matcher was held up");
+		committer.join().unwrap();
+		subscriptions.flush();
+		for queue in &queues {
+			assert_eq!(queue.take(usize::MAX).unwrap().len(), 200);
+		}
+	}
+
+	#[test]
 	fn a_statement_is_matched_only_against_subscribers_listed_under_its_topics() {
 		let subscriptions = Subscriptions::with_budget(usize::MAX);
 		// 10,000 subscribers on other topics cost a statement nothing.
