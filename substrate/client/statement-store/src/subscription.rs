@@ -907,9 +907,8 @@ mod tests {
 	#[test]
 	fn commits_never_wait_on_subscribers_that_do_not_read() {
 		let subscriptions = Arc::new(Subscriptions::with_budget(usize::MAX));
-		let queues: Vec<_> = (0..1_000)
-			.map(|_| subscriptions.add(TopicFilter::Any, 1 << 20, true).1)
-			.collect();
+		let queues: Vec<_> =
+			(0..1_000).map(|_| subscriptions.add(TopicFilter::Any, 1 << 20, true).1).collect();
 		// The matcher is held up (its index locked here); nobody reads any queue. Commits must
 		// still go through: they hand their statements over and never match themselves.
 		let index = subscriptions.shared.index.lock();
