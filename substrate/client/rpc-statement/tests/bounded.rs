@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use sp_core::{ed25519, Pair};
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
 use statement_rpc::StatementRpc;
+use statement_store::Store;
 use std::{
 	collections::HashSet,
 	sync::Arc,
@@ -31,17 +32,15 @@ fn hex(bytes: &[u8]) -> String {
 	format!("0x{}", bytes.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() {
-	let dir = TempDir::new("lag");
-	let store = open(&dir);
-	let module: RpcModule<StatementRpc> = StatementRpc::new(Arc::new(store.clone()), true)
-		.with_subscriber_queue_bytes(16 * 1024)
-		.into_module();
-	// A client whose buffer holds four notifications, and which never reads.
-	let mut subscription =
-		module.subscribe("statement_subscribeStatement", vec![json!("any")], 4).await.unwrap();
-	assert_eq!(store.metrics().subscriptions, 1);
+/// The RPC module over `store`, its subscribers dropped once `queue_bytes` behind.
+fn module_with_queue(store: &Store, queue_bytes: usize) -> RpcModule<StatementRpc> {
+	StatementRpc::new(Arc::new(store.clone()), true)
+		.with_subscriber_queue_bytes(queue_bytes)
+		.into_module()
+}
+
+/// Submit 1,000-byte statements until the store has no subscriber left; how many it took.
+async fn submit_until_dropped(store: &Store) -> u32 {
 	let deadline = Instant::now() + Duration::from_secs(60);
 	let mut n = 0;
 	while store.metrics().subscriptions != 0 {
@@ -52,6 +51,19 @@ async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() 
 			tokio::time::sleep(Duration::from_millis(10)).await;
 		}
 	}
+	n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() {
+	let dir = TempDir::new("lag");
+	let store = open(&dir);
+	let module = module_with_queue(&store, 16 * 1024);
+	// A client whose buffer holds four notifications, and which never reads.
+	let mut subscription =
+		module.subscribe("statement_subscribeStatement", vec![json!("any")], 4).await.unwrap();
+	assert_eq!(store.metrics().subscriptions, 1);
+	let n = submit_until_dropped(&store).await;
 	assert!(n < 1000, "dropped after about 16 KiB plus what the client holds, not {n} statements");
 	// The client gets what was in its buffer, then the subscription ends.
 	let mut received = 0;
@@ -70,9 +82,7 @@ async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() 
 async fn a_dropped_subscriber_is_told_why_in_an_error_notification() {
 	let dir = TempDir::new("lag-error");
 	let store = open(&dir);
-	let module: RpcModule<StatementRpc> = StatementRpc::new(Arc::new(store.clone()), true)
-		.with_subscriber_queue_bytes(16 * 1024)
-		.into_module();
+	let module = module_with_queue(&store, 16 * 1024);
 	// The raw messages the connection would write, four at most in its buffer, unread.
 	let request = json!({
 		"jsonrpc": "2.0", "id": 1, "method": "statement_subscribeStatement", "params": ["any"],
@@ -81,16 +91,7 @@ async fn a_dropped_subscriber_is_told_why_in_an_error_notification() {
 	let response: Value = serde_json::from_str(response.get()).unwrap();
 	let id = response["result"].clone();
 	assert!(!id.is_null(), "{response}");
-	let deadline = Instant::now() + Duration::from_secs(60);
-	let mut n = 0;
-	while store.metrics().subscriptions != 0 {
-		assert!(Instant::now() < deadline, "still subscribed after {n} statements");
-		assert_eq!(store.submit(numbered(n, 1000), StatementSource::Local), SubmitResult::New);
-		n += 1;
-		if n % 50 == 0 {
-			tokio::time::sleep(Duration::from_millis(10)).await;
-		}
-	}
+	submit_until_dropped(&store).await;
 	// The client reads what it was sent: the replay, the notifications its buffer held, then
 	// the error, which waited for room.
 	let mut seen = Vec::new();
@@ -118,9 +119,7 @@ async fn a_dropped_subscriber_is_told_why_in_an_error_notification() {
 async fn a_connection_that_does_not_read_holds_at_most_its_in_flight_bytes() {
 	let dir = TempDir::new("in-flight");
 	let store = open(&dir);
-	let module: RpcModule<StatementRpc> = StatementRpc::new(Arc::new(store.clone()), true)
-		.with_subscriber_queue_bytes(4 << 20)
-		.into_module();
+	let module = module_with_queue(&store, 4 << 20);
 	// A buffer of 10,000 messages, never read: only the pump's byte bound holds it back.
 	let request = json!({
 		"jsonrpc": "2.0", "id": 1, "method": "statement_subscribeStatement", "params": ["any"],
