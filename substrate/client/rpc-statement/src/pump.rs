@@ -161,9 +161,19 @@ async fn run(pump: Arc<Shared>) {
 		}
 		if swept {
 			live.retain(|_, entry| !entry.sink.is_closed());
-			let open: HashSet<ConnectionId> =
-				live.values().map(|entry| entry.sink.connection_id()).collect();
-			connections.retain(|connection, _| open.contains(connection));
+			// A connection with nothing in flight is as a new one; one whose subscriptions
+			// have all ended is forgotten with what it had in flight.
+			connections.retain(|_, in_flight| !in_flight.sent.is_empty());
+			if !connections.is_empty() {
+				let mut open = HashSet::new();
+				for entry in live.values() {
+					let connection = entry.sink.connection_id();
+					if connections.contains_key(&connection) {
+						open.insert(connection);
+					}
+				}
+				connections.retain(|connection, _| open.contains(connection));
+			}
 		}
 		if retried {
 			let before = waiting.len();
