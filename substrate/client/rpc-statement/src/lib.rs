@@ -383,15 +383,25 @@ async fn start(
 	let hooked = rpc.on_subscribe.as_ref().map(|hook| hook(&filter));
 	let store = rpc.store.clone();
 	let queue_bytes = rpc.queue_bytes;
-	let subscribed =
-		tokio::task::spawn_blocking(move || store.subscribe_with_queue(filter, queue_bytes)).await;
-	let subscription = match subscribed {
-		Ok(Ok(subscription)) => subscription,
-		Ok(Err(err)) => return pending.reject(invalid(err.to_string())).await,
+	// Subscribe and read the first two replay pages (most replays have one) off the async
+	// threads, in one blocking call rather than one each.
+	let subscribed = tokio::task::spawn_blocking(move || {
+		let mut subscription = store
+			.subscribe_with_queue(filter, queue_bytes)
+			.map_err(|err| invalid(err.to_string()))?;
+		let mut page = || subscription.next_replay_page(REPLAY_BATCH_BYTES).map_err(store_error);
+		let first = page()?;
+		let second = if first.is_some() { page()? } else { None };
+		Ok::<_, ErrorObjectOwned>((subscription, first, second))
+	})
+	.await;
+	let (subscription, first, second) = match subscribed {
+		Ok(Ok(started)) => started,
+		Ok(Err(err)) => return pending.reject(err).await,
 		Err(err) => return pending.reject(store_error(err)).await,
 	};
 	let Ok(sink) = pending.accept().await else { return };
-	match replay(&sink, subscription).await {
+	match replay(&sink, subscription, first, second).await {
 		Ok((subscription, last)) => rpc.pump.adopt(sink, subscription, hooked, last),
 		Err(Stop::Closed) => {}
 		Err(Stop::Failed(reason)) => {
@@ -405,16 +415,16 @@ async fn start(
 /// never waits for buffer room in a task of its own.
 async fn replay(
 	sink: &jsonrpsee::SubscriptionSink,
-	subscription: Subscription,
+	mut subscription: Subscription,
+	first: Option<Vec<Vec<u8>>>,
+	second: Option<Vec<Vec<u8>>>,
 ) -> Result<(Subscription, Box<serde_json::value::RawValue>), Stop> {
 	let total = subscription.replay_total();
 	// One page ahead, so that the last replay batch can say `remaining: 0`.
-	let (mut subscription, mut current) = replay_page(subscription).await?;
+	let (mut current, mut next) = (first, second);
 	let mut sent = 0u64;
 	loop {
 		let batch = current.take().unwrap_or_default();
-		let (next_subscription, next) = replay_page(subscription).await?;
-		subscription = next_subscription;
 		sent += batch.len() as u64;
 		let remaining = if next.is_some() { total.saturating_sub(sent) } else { 0 };
 		let event = encode(batch, Some(u32::try_from(remaining).unwrap_or(u32::MAX)))?;
@@ -423,6 +433,9 @@ async fn replay(
 		}
 		send(sink, subscription.as_ref(), event).await?;
 		current = next;
+		let (next_subscription, after) = replay_page(subscription).await?;
+		subscription = next_subscription;
+		next = after;
 	}
 }
 
