@@ -52,9 +52,10 @@
 //! the connection's outgoing buffer holds fewer than [`IN_FLIGHT_NOTIFICATIONS`] messages),
 //! then streams new matches (while the pump's notifications waiting in that buffer come to
 //! less than [`CONNECTION_IN_FLIGHT_BYTES`]); what the client has not taken waits in the
-//! store's bounded queue, and a subscriber that falls further behind is dropped with a subscription error
-//! notification (`{"params": {"subscription": .., "error": "subscription dropped: .."}}`), as
-//! Substrate closes lagging subscriptions. The replay runs in a task of its own; the live
+//! store's bounded queue, and a subscriber that falls further behind is dropped with a
+//! subscription error notification
+//! (`{"params": {"subscription": .., "error": "subscription dropped: .."}}`), as Substrate
+//! closes lagging subscriptions. The replay runs in a task of its own; the live
 //! stream of every subscription is then served from one task (the pump), woken by the store
 //! when it queues a statement for one. The method is registered raw, so jsonrpsee keeps no task
 //! per subscription either: an idle subscription holds no serving state beyond its entry in
@@ -232,35 +233,20 @@ impl<T: AsRef<[u8]>> serde::Serialize for HexList<T> {
 	}
 }
 
-/// A `newStatements` notification's result, serialized exactly as
-/// [`StatementEvent::NewStatements`] is (`{"event": "newStatements", "data": {"statements":
-/// [..], "remaining": ..}}`), but from the encodings as the store hands them out: no copy of
-/// each statement into a `Bytes`, no hex `String` for each.
-struct NewStatements<T> {
-	statements: HexList<T>,
-	remaining: Option<u32>,
-}
-
-impl<T: AsRef<[u8]>> serde::Serialize for NewStatements<T> {
-	fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-		use serde::ser::SerializeStruct;
-		struct Data<'a, T>(&'a NewStatements<T>);
-		impl<T: AsRef<[u8]>> serde::Serialize for Data<'_, T> {
-			fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-				let fields = if self.0.remaining.is_some() { 2 } else { 1 };
-				let mut data = serializer.serialize_struct("NewStatements", fields)?;
-				data.serialize_field("statements", &self.0.statements)?;
-				if let Some(remaining) = self.0.remaining {
-					data.serialize_field("remaining", &remaining)?;
-				}
-				data.end()
-			}
-		}
-		let mut event = serializer.serialize_struct("StatementEvent", 2)?;
-		event.serialize_field("event", "newStatements")?;
-		event.serialize_field("data", &Data(self))?;
-		event.end()
-	}
+/// A subscription notification's result, serialized exactly as [`StatementEvent`] is
+/// (`{"event": "newStatements", "data": {"statements": [..], "remaining": ..}}`), but from the
+/// encodings as the store hands them out: no copy of each statement into a `Bytes`, no hex
+/// `String` for each.
+///
+/// [`StatementEvent`]: statement_primitives::StatementEvent
+#[derive(serde::Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "camelCase", bound = "T: AsRef<[u8]>")]
+enum Notification<T> {
+	NewStatements {
+		statements: HexList<T>,
+		#[serde(skip_serializing_if = "Option::is_none")]
+		remaining: Option<u32>,
+	},
 }
 
 type Query = fn(
@@ -481,7 +467,8 @@ fn encode<T: AsRef<[u8]>>(
 	statements: Vec<T>,
 	remaining: Option<u32>,
 ) -> Result<Box<serde_json::value::RawValue>, Stop> {
-	serde_json::value::to_raw_value(&NewStatements { statements: HexList(statements), remaining })
+	let notification = Notification::NewStatements { statements: HexList(statements), remaining };
+	serde_json::value::to_raw_value(&notification)
 		.map_err(|err| Stop::Failed(format!("cannot encode a notification: {err}")))
 }
 
