@@ -50,6 +50,8 @@ struct Live {
 	pending: Option<Box<RawValue>>,
 	/// Kept for as long as the subscription lives (the light node's interest).
 	_held: Option<Box<dyn std::any::Any + Send>>,
+	/// Listed among those waiting for buffer room.
+	waiting: bool,
 }
 
 /// The pump's wake-up for one subscription.
@@ -125,7 +127,7 @@ impl Pump {
 			pump: Arc::downgrade(shared),
 		});
 		subscription.set_waker(woken.clone().into());
-		let live = Live { sink, subscription, pending: Some(first), _held: held };
+		let live = Live { sink, subscription, pending: Some(first), _held: held, waiting: false };
 		shared.live.lock().insert(key, live);
 		// What was queued before the waker was set.
 		woken.wake_by_ref();
@@ -178,6 +180,9 @@ async fn run(pump: Arc<Shared>) {
 		if retried {
 			let before = waiting.len();
 			for key in std::mem::take(&mut waiting) {
+				if let Some(entry) = live.get_mut(&key) {
+					entry.waiting = false;
+				}
 				serve(&mut live, &mut connections, key, &mut waiting);
 			}
 			pause = if waiting.len() < before { FIRST_RETRY } else { (pause * 2).min(LAST_RETRY) };
@@ -265,7 +270,9 @@ fn serve(
 			if let Err(err) = entry.subscription.check() {
 				return end(live, key, Stop::Failed(err.to_string()));
 			}
-			if !waiting.contains(&key) {
+			// Listed once, without a scan: thousands may wait after a fan-out.
+			if !entry.waiting {
+				entry.waiting = true;
 				waiting.push(key);
 			}
 			return;
