@@ -470,10 +470,14 @@ fn wait_for_subscriptions(node: &Node, expected: f64, deadline: Instant) -> Resu
 /// Whether `message` is a subscription notification with statements that is not a replay
 /// page (replay pages say how many remain).
 fn is_live_delivery(message: &[u8]) -> bool {
-	let text = String::from_utf8_lossy(message);
-	text.contains(r#""statement_statement""#)
-		&& !text.contains(r#""remaining""#)
-		&& !text.contains(r#""statements":[]"#)
+	contains(message, br#""statement_statement""#)
+		&& !contains(message, br#""remaining""#)
+		&& !contains(message, br#""statements":[]"#)
+}
+
+/// Whether `needle` occurs in `message` (no copy: the readers run beside the node).
+fn contains(message: &[u8], needle: &[u8]) -> bool {
+	message.windows(needle.len()).any(|window| window == needle)
 }
 
 /// The `p`-th percentile (0-100) of sorted `values`.
@@ -502,7 +506,7 @@ fn open_subscriptions(
 		let reader: Option<Reader> = read.then(|| {
 			let (replays, on_live) = (replays.clone(), on_live.clone());
 			Box::new(move |message: &[u8]| {
-				if message.windows(11).any(|window| window == br#""remaining""#) {
+				if contains(message, br#""remaining""#) {
 					replays.fetch_add(1, Ordering::Relaxed);
 				} else if let Some(on_live) = &on_live {
 					if is_live_delivery(message) {
@@ -692,7 +696,7 @@ fn replay_mode(args: &Args) -> Result<(), String> {
 			let (received, finished) = (received.clone(), finished.clone());
 			Box::new(move |message: &[u8]| {
 				received.fetch_add(statements_in(message), Ordering::Relaxed);
-				if message.windows(13).any(|window| window == br#""remaining":0"#) {
+				if contains(message, br#""remaining":0"#) {
 					finished.store(true, Ordering::Release);
 				}
 			})
