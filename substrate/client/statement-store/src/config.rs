@@ -74,7 +74,9 @@ pub struct Config {
 	/// Bytes of disk kept free: below this, new statements are refused (reads, removals and
 	/// maintenance go on) until space returns. See `disk`.
 	pub min_free_bytes: u64,
-	/// Bytes all subscribers' live queues may hold together: past it, the subscribers
+	/// Bytes of memory for all subscriptions together: what their live queues hold, plus
+	/// [`statement_primitives::SUBSCRIPTION_STATE_BYTES`] for each open one. A subscription
+	/// is refused while the open ones take half of it; past all of it the subscribers
 	/// furthest behind are dropped with the lag error (see `subscription`).
 	pub subscription_budget_bytes: usize,
 	/// Longest time between checkpoints, which close parity-db's current log file and apply
@@ -121,8 +123,9 @@ pub const DEFAULT_CHECKPOINT_BYTES: u64 = 1024 * 1024;
 pub const DEFAULT_SNAPSHOT_CHANGES: u64 = 100_000;
 /// Or every ten minutes when anything changed.
 pub const DEFAULT_SNAPSHOT_PERIOD: Duration = Duration::from_secs(600);
-/// 64 MiB for all subscription queues together: 64 subscribers a full 1 MiB behind, or
-/// thousands a little behind, on a small node.
+/// 64 MiB for all subscriptions together, on a small node: up to 16,384 open (2 KiB each,
+/// half the budget) and 32 MiB queued (32 subscribers a full 1 MiB behind, or thousands a
+/// little behind).
 pub const DEFAULT_SUBSCRIPTION_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// 128 MiB of disk kept free: what parity-db's log and a checkpoint need, and room to spare.
 pub const DEFAULT_MIN_FREE_BYTES: u64 = 128 * 1024 * 1024;

@@ -49,6 +49,9 @@ pub struct MetricsSnapshot {
 	/// Subscribers dropped since the store opened because all queues together were past
 	/// their budget.
 	pub subscriptions_dropped_for_budget: u64,
+	/// Subscriptions refused since the store opened because the open ones took their share
+	/// of the budget.
+	pub subscriptions_refused_for_budget: u64,
 	/// Bytes free on the database's disk at the last measurement.
 	pub disk_free_bytes: u64,
 	/// Whether that is below the reserve, so new statements are refused.

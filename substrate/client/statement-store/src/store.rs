@@ -129,9 +129,10 @@ impl Store {
 			(self.inner.cache.used_bytes() + self.inner.bodies.used_bytes()) as u64;
 		snapshot.pending_bytes = self.inner.writeback.pending_bytes();
 		snapshot.subscriptions = self.inner.subscriptions.len() as u64;
-		let (queued, dropped) = self.inner.subscriptions.usage();
+		let (queued, dropped, refused) = self.inner.subscriptions.usage();
 		snapshot.subscription_queued_bytes = queued as u64;
 		snapshot.subscriptions_dropped_for_budget = dropped;
+		snapshot.subscriptions_refused_for_budget = refused;
 		(snapshot.disk_free_bytes, snapshot.disk_low) = self.inner.disk.state();
 		snapshot
 	}
@@ -270,6 +271,10 @@ impl StatementStore for Store {
 		queue_bytes: usize,
 	) -> statement_primitives::Result<Box<dyn statement_primitives::StatementSubscription>> {
 		Ok(Box::new(Store::subscribe_with_queue(self, filter, queue_bytes)?))
+	}
+
+	fn check_subscription_room(&self, starting: usize) -> statement_primitives::Result<()> {
+		self.inner.subscriptions.check_room(starting)
 	}
 }
 

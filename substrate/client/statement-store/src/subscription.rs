@@ -24,13 +24,21 @@
 //! bound given to [`crate::Store::subscribe_with_queue`]); a commit that would overflow it
 //! drops the subscriber instead, frees its queue and makes its next read fail with
 //! [`Error::Lagged`], as Substrate closes lagging subscriptions. An encoding queued for many
-//! subscribers is shared, not copied. Dropping a [`Subscription`] forgets it at once.
+//! subscribers is shared, not copied. What a reader took but holds unsent (an RPC
+//! notification waiting for its client to read, a replay page among them) counts as queued
+//! while held ([`Subscription::hold`]). Dropping a [`Subscription`] forgets it at once.
 //!
-//! All queues together are bounded too ([`crate::Config::subscription_budget_bytes`]): each
-//! subscriber's bound alone would let many stuck subscribers (100 connections x 1,024
-//! subscriptions) hold gigabytes. A commit that takes the sum past the budget drops the
-//! subscribers furthest behind (largest queues first) until the sum is under seven eighths
-//! of it, with the same lag error. Gossip's own watcher is not counted.
+//! All subscriptions together are bounded too ([`crate::Config::subscription_budget_bytes`]):
+//! each subscriber's bound alone would let many stuck subscribers (100 connections x 1,024
+//! subscriptions) hold gigabytes. The budget counts what every subscriber has queued (and
+//! holds) plus [`SUBSCRIPTION_STATE_BYTES`] for each open one:
+//! - a subscription that would take the open ones' share past half the budget is refused
+//!   ([`Error::TooManySubscriptions`]), so that the other half is left for queues;
+//! - a commit (or a [`Subscription::hold`]) that takes the sum past the budget drops the
+//!   subscribers furthest behind (largest queues first, never one with nothing queued)
+//!   until it is under seven eighths of it, with the same lag error.
+//!
+//! Gossip's own watcher is not counted.
 
 use crate::{
 	paging::PAGE_IDS,
@@ -41,6 +49,7 @@ use crate::{
 use parking_lot::{Condvar, Mutex};
 use statement_primitives::{
 	check_match_all, Hash, StatementSubscription, SubscriptionFuture, Topic, TopicFilter,
+	SUBSCRIPTION_STATE_BYTES,
 };
 use std::{
 	collections::{HashMap, VecDeque},
@@ -87,7 +96,10 @@ struct Queue {
 #[derive(Default)]
 struct QueueState {
 	items: VecDeque<Encoded>,
+	/// Bytes of `items`, plus `held`.
 	bytes: usize,
+	/// Bytes the reader took and holds unsent ([`Subscription::hold`]).
+	held: usize,
 	peak: usize,
 	lagged: bool,
 	/// Woken with `ready`, for a reader that drives many queues from one task.
@@ -99,7 +111,7 @@ impl Queue {
 	/// the subscriber lagging. Returns whether the subscriber is still served.
 	fn push(&self, item: &Encoded) -> bool {
 		let mut state = self.state.lock();
-		if !state.items.is_empty() && state.bytes + item.len() > self.bound {
+		if state.bytes > 0 && state.bytes + item.len() > self.bound {
 			self.lag(state);
 			return false;
 		}
@@ -116,11 +128,41 @@ impl Queue {
 		true
 	}
 
+	/// Count `bytes` the reader holds unsent as queued, or, if that would take a queue that
+	/// holds anything past its bound, empty it and mark the subscriber lagging. Returns
+	/// whether the subscriber is still served.
+	fn hold(&self, bytes: usize) -> bool {
+		let mut state = self.state.lock();
+		if state.lagged {
+			return false;
+		}
+		if state.bytes > 0 && state.bytes + bytes > self.bound {
+			self.lag(state);
+			return false;
+		}
+		state.bytes += bytes;
+		state.held += bytes;
+		state.peak = state.peak.max(state.bytes);
+		self.counted(bytes as isize);
+		true
+	}
+
+	/// Held bytes were sent: no longer queued.
+	fn unhold(&self, bytes: usize) {
+		let mut state = self.state.lock();
+		// Nothing is held any more once the subscriber lagged.
+		let bytes = bytes.min(state.held);
+		state.held -= bytes;
+		state.bytes -= bytes;
+		self.counted(-(bytes as isize));
+	}
+
 	/// Empty the queue and mark the subscriber lagging (its next read fails).
 	fn lag(&self, mut state: parking_lot::MutexGuard<'_, QueueState>) {
 		self.counted(-(state.bytes as isize));
 		state.items = VecDeque::new();
 		state.bytes = 0;
+		state.held = 0;
 		state.lagged = true;
 		let waker = state.waker.clone();
 		drop(state);
@@ -141,6 +183,7 @@ impl Queue {
 		self.counted(-(state.bytes as isize));
 		state.items = VecDeque::new();
 		state.bytes = 0;
+		state.held = 0;
 	}
 
 	fn counted(&self, delta: isize) {
@@ -196,6 +239,8 @@ struct Handed {
 #[derive(Default)]
 struct Index {
 	subscribers: HashMap<u64, Subscriber>,
+	/// Subscribers counted in the budget; shared with [`Shared::open`] for lock-free reads.
+	budgeted: Arc<AtomicUsize>,
 	/// `Any` and `MatchAll` of no topic: every statement.
 	all: Vec<u64>,
 	/// `MatchAll` under its first topic (the rest are checked), `MatchAny` under each.
@@ -215,6 +260,9 @@ impl Index {
 	}
 
 	fn insert(&mut self, id: u64, subscriber: Subscriber) {
+		if subscriber.queue.total.is_some() {
+			self.budgeted.fetch_add(1, Ordering::Relaxed);
+		}
 		match Index::keys(&subscriber.filter) {
 			None => self.all.push(id),
 			Some(topics) => {
@@ -232,6 +280,9 @@ impl Index {
 
 	fn remove(&mut self, id: u64) -> Option<Subscriber> {
 		let subscriber = self.subscribers.remove(&id)?;
+		if subscriber.queue.total.is_some() {
+			self.budgeted.fetch_sub(1, Ordering::Relaxed);
+		}
 		let unlist = |listed: &mut Vec<u64>| {
 			if let Some(at) = listed.iter().position(|listed| *listed == id) {
 				listed.swap_remove(at);
@@ -285,10 +336,15 @@ struct Shared {
 	closing: AtomicBool,
 	/// Bytes queued for budgeted subscribers, all together.
 	queued: Arc<AtomicUsize>,
-	/// The most `queued` may reach before the subscribers furthest behind are dropped.
+	/// Budgeted subscribers open (the index's count).
+	open: Arc<AtomicUsize>,
+	/// The most `queued` plus the open subscribers' state may reach before the subscribers
+	/// furthest behind are dropped.
 	budget: usize,
 	/// Subscribers dropped to keep within the budget, since the store opened.
 	dropped_for_budget: AtomicU64,
+	/// Subscriptions refused for the budget, since the store opened.
+	refused_for_budget: AtomicU64,
 }
 
 /// The open subscriptions, and the thread that matches new statements to them.
@@ -325,8 +381,10 @@ impl Subscriptions {
 	/// No subscriptions yet; all queues together hold at most `budget` bytes. Starts the
 	/// matcher thread (`stmt-match`).
 	pub fn with_budget(budget: usize) -> Self {
+		let index = Index::default();
+		let open = index.budgeted.clone();
 		let shared = Arc::new(Shared {
-			index: Mutex::default(),
+			index: Mutex::new(index),
 			handed: Mutex::default(),
 			wake: Condvar::new(),
 			backlog: AtomicUsize::default(),
@@ -334,8 +392,10 @@ impl Subscriptions {
 			matched_batch: AtomicU64::default(),
 			closing: AtomicBool::default(),
 			queued: Arc::default(),
+			open,
 			budget,
 			dropped_for_budget: AtomicU64::default(),
+			refused_for_budget: AtomicU64::default(),
 		});
 		let matching = shared.clone();
 		let matcher = std::thread::Builder::new()
@@ -348,11 +408,15 @@ impl Subscriptions {
 		Subscriptions { shared, next_id: AtomicU64::default(), matcher }
 	}
 
-	/// Bytes queued for all budgeted subscribers now, and how many subscribers were dropped
-	/// to keep within the budget.
-	pub fn usage(&self) -> (usize, u64) {
+	/// Bytes queued for all budgeted subscribers now, how many subscribers were dropped to
+	/// keep within the budget, and how many subscriptions it refused.
+	pub fn usage(&self) -> (usize, u64, u64) {
 		let shared = &self.shared;
-		(shared.queued.load(Ordering::Relaxed), shared.dropped_for_budget.load(Ordering::Relaxed))
+		(
+			shared.queued.load(Ordering::Relaxed),
+			shared.dropped_for_budget.load(Ordering::Relaxed),
+			shared.refused_for_budget.load(Ordering::Relaxed),
+		)
 	}
 
 	/// Hand a commit's new statements to the matcher; called while the view lock is held
@@ -403,9 +467,44 @@ impl Subscriptions {
 		self.shared.index.lock().subscribers.len()
 	}
 
-	/// Register a subscriber, counted in the budget if `budgeted`; the caller holds the view
-	/// lock (shared), so no commit is numbered while it registers.
-	fn add(&self, filter: TopicFilter, bound: usize, budgeted: bool) -> (u64, Arc<Queue>) {
+	/// Register a subscriber counted in the budget; the caller holds the view lock (shared),
+	/// so no commit is numbered while it registers. [`TooManySubscriptions`] if the open
+	/// ones' state would take more than half the budget.
+	///
+	/// [`TooManySubscriptions`]: statement_primitives::Error::TooManySubscriptions
+	fn add(&self, filter: TopicFilter, bound: usize) -> Result<(u64, Arc<Queue>)> {
+		let mut index = self.shared.index.lock();
+		self.check_room(0).map_err(Error::Query)?;
+		Ok(self.insert(&mut index, filter, bound, true))
+	}
+
+	/// [`TooManySubscriptions`], counted as a refusal, if the open subscriptions' state
+	/// leaves no room in half the budget for one more beside `starting` being opened.
+	///
+	/// [`TooManySubscriptions`]: statement_primitives::Error::TooManySubscriptions
+	pub fn check_room(&self, starting: usize) -> statement_primitives::Result<()> {
+		let open = self.shared.open.load(Ordering::Relaxed);
+		let share = self.shared.budget / 2;
+		let wanted = open.saturating_add(starting).saturating_add(1);
+		if wanted.saturating_mul(SUBSCRIPTION_STATE_BYTES) > share {
+			self.shared.refused_for_budget.fetch_add(1, Ordering::Relaxed);
+			return Err(statement_primitives::Error::TooManySubscriptions { open, share });
+		}
+		Ok(())
+	}
+
+	/// Register a subscriber outside the budget (gossip's watcher), as [`Subscriptions::add`].
+	fn add_unbudgeted(&self, filter: TopicFilter, bound: usize) -> (u64, Arc<Queue>) {
+		self.insert(&mut self.shared.index.lock(), filter, bound, false)
+	}
+
+	fn insert(
+		&self,
+		index: &mut Index,
+		filter: TopicFilter,
+		bound: usize,
+		budgeted: bool,
+	) -> (u64, Arc<Queue>) {
 		let id = self.next_id.fetch_add(1, Ordering::Relaxed);
 		let queue = Arc::new(Queue {
 			state: Mutex::default(),
@@ -415,7 +514,7 @@ impl Subscriptions {
 		});
 		let after_batch = self.shared.last_batch.load(Ordering::Acquire);
 		let subscriber = Subscriber { filter, queue: queue.clone(), after_batch };
-		self.shared.index.lock().insert(id, subscriber);
+		index.insert(id, subscriber);
 		(id, queue)
 	}
 
@@ -425,9 +524,25 @@ impl Subscriptions {
 			subscriber.queue.release();
 		}
 	}
+
+	/// Past the budget, drop the subscribers furthest behind (as a commit does).
+	fn keep_within_budget(&self) {
+		if self.shared.used() > self.shared.budget {
+			let mut index = self.shared.index.lock();
+			if self.shared.used() > self.shared.budget {
+				self.shared.shed(&mut index);
+			}
+		}
+	}
 }
 
 impl Shared {
+	/// What the budget counts now: the queues, and each open subscriber's own state.
+	fn used(&self) -> usize {
+		let state = self.open.load(Ordering::Relaxed).saturating_mul(SUBSCRIPTION_STATE_BYTES);
+		self.queued.load(Ordering::Relaxed).saturating_add(state)
+	}
+
 	/// The matcher thread: match handed-over commits in order until the store closes.
 	fn run(&self) {
 		let mut candidates = Vec::new();
@@ -481,15 +596,16 @@ impl Shared {
 				index.remove(id);
 			}
 		}
-		if self.queued.load(Ordering::Relaxed) > self.budget {
+		if self.used() > self.budget {
 			self.shed(&mut index);
 		}
 	}
 
-	/// Drop the budgeted subscribers furthest behind until the queues together are under
-	/// seven eighths of the budget.
+	/// Drop the budgeted subscribers furthest behind until what the budget counts is under
+	/// seven eighths of it; never one with nothing queued.
 	fn shed(&self, index: &mut Index) {
 		let target = self.budget - self.budget / 8;
+		let state = self.open.load(Ordering::Relaxed).saturating_mul(SUBSCRIPTION_STATE_BYTES);
 		let mut behind: Vec<(usize, u64)> = index
 			.subscribers
 			.iter()
@@ -498,13 +614,14 @@ impl Shared {
 			.collect();
 		// Largest queue first; among equals, the oldest subscriber.
 		behind.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-		let mut left = self.queued.load(Ordering::Relaxed);
+		// Each dropped subscriber frees its state too.
+		let mut left = self.queued.load(Ordering::Relaxed).saturating_add(state);
 		let mut count = 0u64;
 		for (bytes, id) in behind {
-			if left <= target {
+			if left <= target || bytes == 0 {
 				break;
 			}
-			left = left.saturating_sub(bytes);
+			left = left.saturating_sub(bytes + SUBSCRIPTION_STATE_BYTES);
 			if let Some(subscriber) = index.remove(id) {
 				subscriber.queue.lag(subscriber.queue.state.lock());
 				count += 1;
@@ -523,22 +640,23 @@ impl Shared {
 impl Subscription {
 	/// Register for `filter`'s live stream with a queue of at most `queue_bytes`; replay
 	/// covers ids below `below`, `replay_total` matches. The caller holds the view lock.
+	/// Refused past the budget (see the module documentation).
 	pub(crate) fn register(
 		store: &Store,
 		filter: TopicFilter,
 		queue_bytes: usize,
 		below: Id,
 		replay_total: u64,
-	) -> Subscription {
-		let (id, queue) = store.inner.subscriptions.add(filter.clone(), queue_bytes, true);
-		Subscription {
+	) -> Result<Subscription> {
+		let (id, queue) = store.inner.subscriptions.add(filter.clone(), queue_bytes)?;
+		Ok(Subscription {
 			store: store.clone(),
 			id,
 			queue,
 			replay: Some(Replay { filter, after: 0, below }),
 			replay_total,
 			largest_page: 0,
-		}
+		})
 	}
 
 	/// How many stored statements matched when the subscription began (the replay sends
@@ -586,6 +704,33 @@ impl Subscription {
 	/// Like [`Subscription::next_live`], without waiting: empty if nothing is queued.
 	pub fn try_next_live(&self, max_bytes: usize) -> Result<Vec<Encoded>> {
 		self.queue.take(max_bytes)
+	}
+
+	/// Count `bytes` the reader took and holds unsent (a notification waiting for its client
+	/// to read) as queued, against this subscriber's bound and the budget of all, until
+	/// [`Subscription::release`]; past the bound this subscriber is dropped, past the budget
+	/// those furthest behind are. [`Error::Lagged`] if this subscriber is (now) dropped.
+	pub fn hold(&self, bytes: usize) -> Result<()> {
+		if !self.queue.hold(bytes) {
+			if self.store.inner.subscriptions.shared.index.lock().remove(self.id).is_some() {
+				log::debug!(
+					target: "statement-store",
+					"subscription {} lagged past {} queued bytes; dropped",
+					self.id,
+					self.queue.bound
+				);
+			}
+			return self.check();
+		}
+		if self.queue.total.is_some() {
+			self.store.inner.subscriptions.keep_within_budget();
+		}
+		self.check()
+	}
+
+	/// `bytes` counted by [`Subscription::hold`] were sent (or thrown away).
+	pub fn release(&self, bytes: usize) {
+		self.queue.unhold(bytes);
 	}
 
 	/// Whether the subscriber was dropped for falling behind.
@@ -639,6 +784,14 @@ impl StatementSubscription for Subscription {
 	fn set_waker(&self, waker: std::task::Waker) {
 		self.queue.state.lock().waker = Some(waker);
 	}
+
+	fn hold(&self, bytes: usize) -> statement_primitives::Result<()> {
+		Subscription::hold(self, bytes).map_err(to_primitives)
+	}
+
+	fn release(&self, bytes: usize) {
+		Subscription::release(self, bytes)
+	}
 }
 
 /// The store's error as the primitives', keeping a lag a lag (the general conversion folds
@@ -676,7 +829,7 @@ impl Store {
 	/// replay: what gossip propagates.
 	pub fn watch_admissions(&self, queue_bytes: usize) -> Subscription {
 		let _view = self.inner.view.read();
-		let (id, queue) = self.inner.subscriptions.add(TopicFilter::Any, queue_bytes, false);
+		let (id, queue) = self.inner.subscriptions.add_unbudgeted(TopicFilter::Any, queue_bytes);
 		Subscription {
 			store: self.clone(),
 			id,
@@ -731,7 +884,7 @@ impl Store {
 			}
 			TopicFilter::Any | TopicFilter::MatchAll(_) => self.len() as usize,
 		};
-		Ok(Subscription::register(self, filter, queue_bytes, below, total as u64))
+		Subscription::register(self, filter, queue_bytes, below, total as u64)
 	}
 }
 
@@ -895,7 +1048,7 @@ mod tests {
 		// Commit 1 is numbered (under the view lock) before the subscriber registers, and
 		// matched after: the replay has it, the stream must not.
 		shared.last_batch.store(1, Ordering::Release);
-		let (_, queue) = subscriptions.add(TopicFilter::Any, 1 << 20, true);
+		let (_, queue) = subscriptions.add(TopicFilter::Any, 1 << 20).unwrap();
 		let early = Handed { batch: 1, bytes: 8, added: vec![record(1, &[1])] };
 		let late = Handed { batch: 2, bytes: 8, added: vec![record(2, &[1])] };
 		shared.match_commit(&early, &mut Vec::new());
@@ -908,7 +1061,7 @@ mod tests {
 	fn commits_never_wait_on_subscribers_that_do_not_read() {
 		let subscriptions = Arc::new(Subscriptions::with_budget(usize::MAX));
 		let queues: Vec<_> =
-			(0..1_000).map(|_| subscriptions.add(TopicFilter::Any, 1 << 20, true).1).collect();
+			(0..1_000).map(|_| subscriptions.add(TopicFilter::Any, 1 << 20).unwrap().1).collect();
 		// The matcher is held up (its index locked here); nobody reads any queue. Commits must
 		// still go through: they hand their statements over and never match themselves.
 		let index = subscriptions.shared.index.lock();
@@ -946,16 +1099,14 @@ mod tests {
 				0 => TopicFilter::MatchAll(vec![Topic(other), Topic([1; 32])]),
 				_ => TopicFilter::MatchAny(vec![Topic(other), Topic([0xee; 32])]),
 			};
-			subscriptions.add(filter, 1 << 20, true);
+			subscriptions.add(filter, 1 << 20).unwrap();
 		}
 		let (all, _) =
-			subscriptions.add(TopicFilter::MatchAll(vec![Topic([1; 32])]), 1 << 20, true);
-		let (any, _) = subscriptions.add(
-			TopicFilter::MatchAny(vec![Topic([2; 32]), Topic([1; 32])]),
-			1 << 20,
-			true,
-		);
-		let (every, _) = subscriptions.add(TopicFilter::Any, 1 << 20, true);
+			subscriptions.add(TopicFilter::MatchAll(vec![Topic([1; 32])]), 1 << 20).unwrap();
+		let (any, _) = subscriptions
+			.add(TopicFilter::MatchAny(vec![Topic([2; 32]), Topic([1; 32])]), 1 << 20)
+			.unwrap();
+		let (every, _) = subscriptions.add(TopicFilter::Any, 1 << 20).unwrap();
 		let index = subscriptions.shared.index.lock();
 		let mut candidates = Vec::new();
 		index.candidates(&[Topic([1; 32]), Topic([2; 32])], &mut candidates);

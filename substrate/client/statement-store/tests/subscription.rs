@@ -4,7 +4,10 @@
 mod common;
 
 use common::*;
-use statement_primitives::{Hash, StatementSource, StatementStore, SubmitResult, TopicFilter};
+use statement_primitives::{
+	Error as PrimitivesError, Hash, StatementSource, StatementStore, SubmitResult, TopicFilter,
+	SUBSCRIPTION_STATE_BYTES,
+};
 use statement_store::{Error, Subscription};
 use std::collections::HashSet;
 
@@ -79,7 +82,8 @@ fn stuck_subscribers_together_stay_within_one_budget_furthest_behind_dropped_fir
 	let dir = tempfile::tempdir().unwrap();
 	let clock = TestClock::new();
 	let mut config = config(dir.path(), &clock);
-	let budget = 64 * 1024;
+	// Room for the 101 subscribers' state (2 KiB each) in half of it.
+	let budget = 512 * 1024;
 	config.subscription_budget_bytes = budget;
 	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
 	let reader = store.subscribe_with_queue(TopicFilter::Any, 1 << 20).unwrap();
@@ -115,6 +119,82 @@ fn stuck_subscribers_together_stay_within_one_budget_furthest_behind_dropped_fir
 	drop(stuck);
 	assert_eq!(store.metrics().subscription_queued_bytes, 0);
 	reader.try_next_live(usize::MAX).unwrap();
+}
+
+/// The open subscriptions' own state may take half the budget: one more is refused with a
+/// typed error, counted, and admitted again once one closes. Gossip's watcher is not counted.
+#[test]
+fn subscriptions_past_half_the_budget_are_refused_until_one_closes() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let mut config = config(dir.path(), &clock);
+	config.subscription_budget_bytes = 20 * SUBSCRIPTION_STATE_BYTES;
+	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
+	let _gossip = store.watch_admissions(1 << 20);
+	let mut open: Vec<_> = (0..10).map(|_| store.subscribe(TopicFilter::Any).unwrap()).collect();
+	match store.subscribe(TopicFilter::Any) {
+		Err(Error::Query(PrimitivesError::TooManySubscriptions { open, share })) => {
+			assert_eq!((open, share), (10, 10 * SUBSCRIPTION_STATE_BYTES));
+		}
+		other => panic!("the 11th subscription was not refused: {:?}", other.err()),
+	}
+	// Through the trait too, as the RPC server sees it.
+	let refused = StatementStore::subscribe(&store, TopicFilter::Any).err();
+	assert!(matches!(refused, Some(PrimitivesError::TooManySubscriptions { .. })), "{refused:?}");
+	assert_eq!(store.metrics().subscriptions_refused_for_budget, 2);
+	assert_eq!(store.metrics().subscriptions, 11, "ten and gossip's watcher");
+	open.pop();
+	open.push(store.subscribe(TopicFilter::Any).expect("room again once one closed"));
+}
+
+/// What a reader takes but holds unsent counts as queued: against the subscriber's own bound,
+/// and against the budget, where it drops the subscribers furthest behind; released, it
+/// counts no more.
+#[test]
+fn bytes_held_unsent_count_against_the_bound_and_the_budget() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let mut config = config(dir.path(), &clock);
+	let budget = 256 * 1024;
+	config.subscription_budget_bytes = budget;
+	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
+
+	// Held and released: counted in between, not after.
+	let reader = store.subscribe_with_queue(TopicFilter::Any, 64 * 1024).unwrap();
+	reader.hold(10_000).unwrap();
+	assert_eq!(store.metrics().subscription_queued_bytes, 10_000);
+	reader.release(10_000);
+	assert_eq!(store.metrics().subscription_queued_bytes, 0);
+
+	// Against its own bound: what is held plus what arrives may not pass it.
+	reader.hold(60 * 1024).unwrap();
+	submit_all(&store, 0, 20, 500);
+	store.wait_for_matching();
+	assert!(reader.is_lagged(), "held 60 KiB and ~10 KiB arrived, past the 64 KiB bound");
+	assert_eq!(store.metrics().subscription_queued_bytes, 0, "a dropped one counts nothing");
+	reader.release(60 * 1024);
+	assert_eq!(store.metrics().subscription_queued_bytes, 0, "released after the drop: no-op");
+
+	// Against the budget: the ones holding most are dropped first, the idle one stays.
+	let idle = store.subscribe_with_queue(TopicFilter::Any, 1 << 20).unwrap();
+	let holders: Vec<_> =
+		(0..8).map(|_| store.subscribe_with_queue(TopicFilter::Any, 1 << 20).unwrap()).collect();
+	let mut refused = 0;
+	for (n, holder) in holders.iter().enumerate() {
+		if holder.hold((n + 1) * 10 * 1024).is_err() {
+			refused += 1;
+		}
+	}
+	// 9 x 2 KiB of state plus 10 + 20 + ... + 70 KiB held passes 256 KiB at the 7th hold,
+	// which sheds to 7/8 of it: the 7th (70 KiB) and 6th (60 KiB) go; the 8th then fits.
+	assert_eq!(refused, 1, "only the hold that passed the budget failed");
+	let lagged: Vec<bool> = holders.iter().map(Subscription::is_lagged).collect();
+	assert_eq!(lagged, [false, false, false, false, false, true, true, false]);
+	assert!(!holders[0].is_lagged(), "the one holding least stays");
+	assert!(!idle.is_lagged(), "one with nothing queued is never dropped");
+	let queued = store.metrics().subscription_queued_bytes as usize;
+	assert!(queued + 10 * SUBSCRIPTION_STATE_BYTES <= budget, "{queued} bytes queued");
+	assert!(store.metrics().subscriptions_dropped_for_budget >= 1);
 }
 
 #[test]

@@ -78,6 +78,15 @@ pub enum Error {
 		/// The queue's bound.
 		queue_bytes: usize,
 	},
+	/// Opening one more subscription would take the store's subscriptions past their share
+	/// of its memory budget (see [`crate::SUBSCRIPTION_STATE_BYTES`]).
+	#[error("too many subscriptions: the {open} open take their share ({share} bytes) of the store's subscription memory budget; close some, or raise the budget")]
+	TooManySubscriptions {
+		/// Subscriptions open (counted in the budget).
+		open: usize,
+		/// The part of the budget their own state may take.
+		share: usize,
+	},
 	/// The store does not offer this call (a test or comparison store).
 	#[error("this statement store does not support {0}")]
 	Unsupported(String),

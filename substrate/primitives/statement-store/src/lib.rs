@@ -83,6 +83,7 @@ pub use store::{StatementStore, StatementsPage};
 pub use submit::{InvalidReason, RejectionReason, StatementEvent, StatementSource, SubmitResult};
 pub use subscription::{
 	Encoded, StatementSubscription, SubscriptionFuture, DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+	SUBSCRIPTION_STATE_BYTES,
 };
 pub use types::{
 	hash_encoded, hash_encoded_each, AccountId, Channel, DecryptionKey, Hash, Topic,

@@ -104,6 +104,16 @@ pub trait StatementStore: Send + Sync {
 	/// [`StatementStore::admission_watermark`] taken after it, nothing falls between.
 	fn watch_admissions(&self, queue_bytes: usize) -> Result<Box<dyn StatementSubscription>>;
 
+	/// [`crate::Error::TooManySubscriptions`] (counted as a refusal) if one more subscription,
+	/// beside the `starting` ones the caller is opening, would be refused for the store's
+	/// memory budget: a server checks each as it arrives, counting those it has not opened yet,
+	/// and so refuses a flood at once rather than queueing the work of opening each. A store
+	/// without such a budget has room always. Opening the subscription checks again.
+	fn check_subscription_room(&self, starting: usize) -> Result<()> {
+		let _ = starting;
+		Ok(())
+	}
+
 	/// [`StatementStore::subscribe_with_queue`] with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`].
 	fn subscribe(&self, filter: TopicFilter) -> Result<Box<dyn StatementSubscription>> {
 		self.subscribe_with_queue(filter, DEFAULT_SUBSCRIBER_QUEUE_BYTES)

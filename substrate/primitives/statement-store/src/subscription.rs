@@ -12,6 +12,9 @@
 //!   more statements, and its next read (and [`StatementSubscription::check`]) returns
 //!   [`crate::Error::Lagged`]. A slow reader therefore costs the store at most its bound, and
 //!   learns that it missed statements instead of seeing a silent gap.
+//! - What the reader took but holds unsent (a notification waiting for its client to read)
+//!   counts as queued while it is held ([`StatementSubscription::hold`]), so a slow reader
+//!   cannot escape the bound by taking its statements out of the queue.
 //! - Dropping the [`StatementSubscription`] unsubscribes at once.
 //!
 //! The trait uses only `std`: waiting is a boxed future, which any executor can poll.
@@ -21,6 +24,12 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 /// Live-queue bound of [`crate::StatementStore::subscribe`]: 1 MiB of encoded statements.
 pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 1024 * 1024;
+
+/// What a store with a memory budget for its subscriptions counts for each open one, beside
+/// what it has queued: the subscription's own state in the store and in the RPC server that
+/// serves it. Measured on a release node: 1.7-2.3 KiB per idle subscription (RSS, with
+/// jemalloc; benches/README.md, "Subscriptions at app scale").
+pub const SUBSCRIPTION_STATE_BYTES: usize = 2048;
 
 /// An encoded statement, shared by every subscriber it is queued for rather than copied.
 pub type Encoded = Arc<[u8]>;
@@ -53,6 +62,17 @@ pub trait StatementSubscription: Send + Sync {
 
 	/// [`crate::Error::Lagged`] if the subscriber was dropped for falling behind.
 	fn check(&self) -> Result<()>;
+
+	/// The reader holds `bytes` of this subscriber's statements that it has not sent yet (a
+	/// notification waiting for room in a connection's buffer): count them as queued, against
+	/// the subscriber's bound and the store's budget for all subscribers, until
+	/// [`StatementSubscription::release`]. A reader that holds what it cannot send so is
+	/// dropped for lagging as a queue that fills is. [`crate::Error::Lagged`] if the
+	/// subscriber is (or is now) dropped; the bytes are not counted then.
+	fn hold(&self, bytes: usize) -> Result<()>;
+
+	/// `bytes` counted with [`StatementSubscription::hold`] have been sent or thrown away.
+	fn release(&self, bytes: usize);
 
 	/// Wake `waker` whenever a statement is queued or the subscriber is dropped (whenever
 	/// [`StatementSubscription::wait_live`] would resolve), replacing any waker set before.
