@@ -60,6 +60,14 @@
 //! when it queues a statement for one. The method is registered raw, so jsonrpsee keeps no task
 //! per subscription either: an idle subscription holds no serving state beyond its entry in
 //! the pump, jsonrpsee's own entry and its store subscriber.
+//!
+//! Memory: a notification the server holds because the client has not read the ones before
+//! (a replay page, or live statements taken from the store's queue) is counted in the store
+//! as queued while it waits ([`StatementSubscription::hold`]), so the store's budget for all
+//! subscriptions covers it. A subscription the store would refuse for that budget
+//! ([`StatementStore::check_subscription_room`], counting those still opening) is refused as
+//! it arrives with error -32006; the rest open through at most 8 (`SUBSCRIPTION_READERS`)
+//! blocking reads at once.
 #![forbid(unsafe_code)]
 
 use jsonrpsee::{types::error::ErrorObjectOwned, PendingSubscriptionSink, RpcModule};
@@ -100,6 +108,10 @@ pub const IN_FLIGHT_NOTIFICATIONS: usize = 2;
 const REPLAY_BATCH_BYTES: usize = 128 * 1024;
 /// Encoded bytes per notification of new statements.
 pub(crate) const LIVE_BATCH_BYTES: usize = 64 * 1024;
+/// Blocking calls that subscriptions (subscribe, replay pages) run at once: a flood of
+/// subscriptions waits its turn rather than starting a blocking thread each (up to tokio's
+/// 512, with their stacks: ~80 MiB of a debug node's memory in a flood of 50,000).
+const SUBSCRIPTION_READERS: usize = 8;
 /// Statements per page while `statement_dump` collects its answer.
 const DUMP_WALK_PAGE: usize = 512;
 
@@ -118,6 +130,10 @@ pub struct StatementRpc {
 	queue_bytes: usize,
 	on_subscribe: Option<SubscriptionHook>,
 	pump: Pump,
+	/// Permits to read for subscriptions (subscribe, replay pages) off the async threads.
+	readers: Arc<tokio::sync::Semaphore>,
+	/// Subscriptions accepted for opening and not yet open (or refused).
+	starting: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl StatementRpc {
@@ -131,6 +147,8 @@ impl StatementRpc {
 			queue_bytes: DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 			on_subscribe: None,
 			pump: Pump::default(),
+			readers: Arc::new(tokio::sync::Semaphore::new(SUBSCRIPTION_READERS)),
+			starting: Arc::default(),
 		}
 	}
 
@@ -184,6 +202,13 @@ pub fn ensure_unsafe_allowed(allowed: bool) -> Result<(), ErrorObjectOwned> {
 
 fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
 	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
+}
+
+/// The store's subscriptions took their share of its memory budget: the code jsonrpsee gives
+/// a connection's subscription limit.
+fn too_many_subscriptions(err: statement_primitives::Error) -> ErrorObjectOwned {
+	let code = jsonrpsee::types::error::TOO_MANY_SUBSCRIPTIONS_CODE;
+	ErrorObjectOwned::owned(code, format!("statement store: {err}"), None::<()>)
 }
 
 fn store_error(err: impl std::fmt::Display) -> ErrorObjectOwned {
@@ -312,7 +337,14 @@ fn register(
 		"statement_unsubscribeStatement",
 		|params, pending, rpc, _| {
 			let filter = Positional::of(&params).and_then(|params| params.filter(0));
-			tokio::spawn(start(filter.map_err(ErrorObjectOwned::from), pending, rpc));
+			// Past the store's budget (counting those still opening) a flood is refused here,
+			// each costing the answer's task rather than a start each.
+			let starting = Starting::new(&rpc.starting);
+			if let Err(full) = rpc.store.check_subscription_room(starting.others()) {
+				tokio::spawn(pending.reject(too_many_subscriptions(full)));
+				return;
+			}
+			tokio::spawn(start(filter.map_err(ErrorObjectOwned::from), pending, rpc, starting));
 		},
 	)?;
 	Ok(())
@@ -351,6 +383,27 @@ fn dump(rpc: &StatementRpc) -> Result<Vec<Bytes>, ErrorObjectOwned> {
 	}
 }
 
+/// One subscription being opened, counted in [`StatementRpc::starting`] until dropped.
+struct Starting(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Starting {
+	fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> Starting {
+		count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+		Starting(count.clone())
+	}
+
+	/// How many others are being opened.
+	fn others(&self) -> usize {
+		self.0.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(1)
+	}
+}
+
+impl Drop for Starting {
+	fn drop(&mut self) {
+		self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+	}
+}
+
 /// A subscription as the store hands it out.
 type Subscription = Box<dyn StatementSubscription>;
 
@@ -360,6 +413,7 @@ async fn start(
 	filter: Result<TopicFilter, ErrorObjectOwned>,
 	pending: PendingSubscriptionSink,
 	rpc: Arc<StatementRpc>,
+	starting: Starting,
 ) {
 	let filter = match filter {
 		Ok(filter) => filter,
@@ -369,12 +423,18 @@ async fn start(
 	let hooked = rpc.on_subscribe.as_ref().map(|hook| hook(&filter));
 	let store = rpc.store.clone();
 	let queue_bytes = rpc.queue_bytes;
+	let Ok(permit) = rpc.readers.clone().acquire_owned().await else { return };
 	// Subscribe and read the first two replay pages (most replays have one) off the async
 	// threads, in one blocking call rather than one each.
 	let subscribed = tokio::task::spawn_blocking(move || {
-		let mut subscription = store
-			.subscribe_with_queue(filter, queue_bytes)
-			.map_err(|err| invalid(err.to_string()))?;
+		let _permit = permit;
+		let mut subscription =
+			store.subscribe_with_queue(filter, queue_bytes).map_err(|err| match err {
+				full @ statement_primitives::Error::TooManySubscriptions { .. } => {
+					too_many_subscriptions(full)
+				}
+				other => invalid(other.to_string()),
+			})?;
 		let mut page = || subscription.next_replay_page(REPLAY_BATCH_BYTES).map_err(store_error);
 		let first = page()?;
 		let second = if first.is_some() { page()? } else { None };
@@ -386,13 +446,14 @@ async fn start(
 		Ok(Err(err)) => return pending.reject(err).await,
 		Err(err) => return pending.reject(store_error(err)).await,
 	};
+	// Open (counted by the store) or refused: no longer starting.
+	drop(starting);
 	let Ok(sink) = pending.accept().await else { return };
-	match replay(&sink, subscription, first, second).await {
+	// Boxed: a start that waits for a reader (above) holds only its own few fields.
+	match Box::pin(replay(&sink, subscription, first, second, &rpc.readers)).await {
 		Ok((subscription, last)) => rpc.pump.adopt(sink, subscription, hooked, last),
 		Err(Stop::Closed) => {}
-		Err(Stop::Failed(reason)) => {
-			let _ = sink.send_error(reason).await;
-		}
+		Err(Stop::Failed(reason)) => pump::fail(sink, reason),
 	}
 }
 
@@ -404,6 +465,7 @@ async fn replay(
 	mut subscription: Subscription,
 	first: Option<Vec<Vec<u8>>>,
 	second: Option<Vec<Vec<u8>>>,
+	readers: &Arc<tokio::sync::Semaphore>,
 ) -> Result<(Subscription, Box<serde_json::value::RawValue>), Stop> {
 	let total = subscription.replay_total();
 	// One page ahead, so that the last replay batch can say `remaining: 0`.
@@ -417,9 +479,11 @@ async fn replay(
 		if next.is_none() {
 			return Ok((subscription, event));
 		}
-		send(sink, subscription.as_ref(), event).await?;
+		// While it waits for room, the next page is held too.
+		let ahead = next.iter().flatten().map(Vec::len).sum::<usize>();
+		send(sink, subscription.as_ref(), event, ahead).await?;
 		current = next;
-		let (next_subscription, after) = replay_page(subscription).await?;
+		let (next_subscription, after) = replay_page(subscription, readers).await?;
 		subscription = next_subscription;
 		next = after;
 	}
@@ -428,8 +492,11 @@ async fn replay(
 /// The next replay page, read off the async threads.
 async fn replay_page(
 	mut subscription: Subscription,
+	readers: &Arc<tokio::sync::Semaphore>,
 ) -> Result<(Subscription, Option<Vec<Vec<u8>>>), Stop> {
+	let Ok(permit) = readers.clone().acquire_owned().await else { return Err(Stop::Closed) };
 	let read = tokio::task::spawn_blocking(move || {
+		let _permit = permit;
 		let page = subscription.next_replay_page(REPLAY_BATCH_BYTES);
 		(subscription, page)
 	})
@@ -443,14 +510,33 @@ async fn replay_page(
 
 /// Send `event` once the connection's outgoing buffer has room (at most
 /// [`IN_FLIGHT_NOTIFICATIONS`] waiting), so a client that does not read leaves its backlog in
-/// the store's bounded queue, where lagging is noticed.
+/// the store's bounded queue, where lagging is noticed. While it waits, `event` and `ahead`
+/// more bytes read for the subscription are counted in the store as held.
 async fn send(
 	sink: &jsonrpsee::SubscriptionSink,
 	subscription: &dyn StatementSubscription,
 	event: Box<serde_json::value::RawValue>,
+	ahead: usize,
+) -> Result<(), Stop> {
+	let full = || sink.max_capacity().saturating_sub(sink.capacity()) >= IN_FLIGHT_NOTIFICATIONS;
+	if full() {
+		let held = event.get().len() + ahead;
+		subscription.hold(held).map_err(|err| Stop::Failed(err.to_string()))?;
+		let waited = wait_for_room(sink, subscription, full).await;
+		subscription.release(held);
+		waited?;
+	}
+	sink.send(event).await.map_err(|_| Stop::Closed)
+}
+
+/// Wait until `full` is false, the client leaves or the store drops the subscriber.
+async fn wait_for_room(
+	sink: &jsonrpsee::SubscriptionSink,
+	subscription: &dyn StatementSubscription,
+	full: impl Fn() -> bool,
 ) -> Result<(), Stop> {
 	let mut pause = std::time::Duration::from_millis(1);
-	while sink.max_capacity().saturating_sub(sink.capacity()) >= IN_FLIGHT_NOTIFICATIONS {
+	while full() {
 		subscription.check().map_err(|err| Stop::Failed(err.to_string()))?;
 		tokio::select! {
 			_ = tokio::time::sleep(pause) => {},
@@ -458,7 +544,7 @@ async fn send(
 		}
 		pause = (pause * 2).min(std::time::Duration::from_millis(100));
 	}
-	sink.send(event).await.map_err(|_| Stop::Closed)
+	Ok(())
 }
 
 /// A `newStatements` notification's JSON: `statements` (encodings) and, while replaying, how

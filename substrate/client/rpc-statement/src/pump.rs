@@ -46,7 +46,8 @@ pub enum Stop {
 struct Live {
 	sink: SubscriptionSink,
 	subscription: Box<dyn StatementSubscription>,
-	/// A notification waiting for room in the connection's buffer (the replay's last).
+	/// A notification waiting for room in the connection's buffer (the replay's last, or live
+	/// statements taken from the queue), counted in the store as held while it waits.
 	pending: Option<Box<RawValue>>,
 	/// Kept for as long as the subscription lives (the light node's interest).
 	_held: Option<Box<dyn std::any::Any + Send>>,
@@ -249,7 +250,10 @@ fn serve(
 			return;
 		}
 		let next = match entry.pending.take() {
-			Some(pending) => Ok(pending),
+			Some(pending) => {
+				entry.subscription.release(pending.get().len());
+				Ok(pending)
+			}
 			None => match entry.subscription.try_next_live(LIVE_BATCH_BYTES) {
 				Ok(statements) if statements.is_empty() => return,
 				Ok(statements) => encode(statements, None),
@@ -264,12 +268,13 @@ fn serve(
 		in_flight.drain(entry.sink.max_capacity().saturating_sub(entry.sink.capacity()));
 		let size = raw.get().len();
 		if entry.sink.capacity() == 0 || !in_flight.has_room_for(size) {
-			// Kept for when there is room; meanwhile the store may drop a subscriber that
-			// falls too far behind.
-			entry.pending = Some(raw);
-			if let Err(err) = entry.subscription.check() {
+			// Kept for when there is room, and counted as queued meanwhile: the store drops
+			// a subscriber that falls too far behind, and those furthest behind once all
+			// together pass the budget.
+			if let Err(err) = entry.subscription.hold(size) {
 				return end(live, key, Stop::Failed(err.to_string()));
 			}
+			entry.pending = Some(raw);
 			// Listed once, without a scan: thousands may wait after a fan-out.
 			if !entry.waiting {
 				entry.waiting = true;
@@ -300,7 +305,7 @@ fn end(live: &mut HashMap<u64, Live>, key: u64, stop: Stop) {
 
 /// End a subscription with the error notification saying `reason`: sent now if the
 /// connection has room, else from a task that waits for room (or for the client to leave).
-fn fail(mut sink: SubscriptionSink, reason: String) {
+pub(crate) fn fail(mut sink: SubscriptionSink, reason: String) {
 	use jsonrpsee::core::server::TrySendError;
 	match sink.try_send_error(reason.clone()) {
 		Ok(()) | Err(TrySendError::Closed(_)) => {}

@@ -7,9 +7,11 @@ use common::{open, TempDir};
 use jsonrpsee::{MethodsError, RpcModule};
 use serde_json::{json, Value};
 use sp_core::{ed25519, Pair};
-use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
+use statement_primitives::{
+	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult,
+};
 use statement_rpc::StatementRpc;
-use statement_store::Store;
+use statement_store::{Config, MapAllowances, Store};
 use std::{
 	collections::HashSet,
 	sync::Arc,
@@ -153,6 +155,59 @@ async fn a_connection_that_does_not_read_holds_at_most_its_in_flight_bytes() {
 		"{bytes} bytes in {notifications} notifications waited in the buffer"
 	);
 	assert_eq!(store.metrics().subscriptions, 1, "the subscriber is within its queue");
+}
+
+/// A notification the pump cannot send yet (the client does not read) counts against the
+/// store's subscription budget while it waits: past the budget its subscriber is dropped,
+/// and told why, like one whose queue grew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_page_held_for_a_client_that_does_not_read_counts_against_the_budget() {
+	let dir = TempDir::new("held");
+	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
+	let mut config = Config::new(&dir.0);
+	config.sync_wal = false;
+	// Room for the subscription's own state; not for a 160 KB page of hex besides.
+	config.subscription_budget_bytes = 128 * 1024;
+	let store = Store::open(config, Arc::new(allowances)).unwrap();
+	// 200 KB stored: a replay of two pages, the last of them ~80 KB (~160 KB as hex).
+	for n in 0..10 {
+		assert_eq!(store.submit(numbered(n, 20_000), StatementSource::Local), SubmitResult::New);
+	}
+	let module = module_with_queue(&store, 4 << 20);
+	// A buffer of one message, never read: the first page fills it, and the last page waits
+	// in the pump.
+	let request = json!({
+		"jsonrpc": "2.0", "id": 1, "method": "statement_subscribeStatement", "params": ["any"],
+	});
+	let (_, mut messages) = module.raw_json_request(&request.to_string(), 1).await.unwrap();
+	let deadline = Instant::now() + Duration::from_secs(60);
+	while store.metrics().subscriptions_dropped_for_budget == 0 {
+		let metrics = store.metrics();
+		assert!(
+			Instant::now() < deadline,
+			"not dropped: {} subscriptions, {} bytes queued",
+			metrics.subscriptions,
+			metrics.subscription_queued_bytes
+		);
+		tokio::time::sleep(Duration::from_millis(20)).await;
+	}
+	assert_eq!(store.metrics().subscriptions, 0);
+	assert_eq!(store.metrics().subscription_queued_bytes, 0, "the held page left the count");
+	// The client reads its buffer: the first page, then the error, not the held page.
+	let mut pages = 0;
+	let error = loop {
+		let message = tokio::time::timeout(Duration::from_secs(30), messages.recv())
+			.await
+			.unwrap_or_else(|_| panic!("no error notification after {pages} pages"))
+			.expect("the connection stays open");
+		let message: Value = serde_json::from_str(message.get()).unwrap();
+		match message["params"].get("error") {
+			Some(error) => break error.as_str().unwrap().to_string(),
+			None => pages += 1,
+		}
+	};
+	assert_eq!(pages, 1, "only the first page was sent");
+	assert!(error.starts_with("subscription dropped"), "{error}");
 }
 
 #[tokio::test]
