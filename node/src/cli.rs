@@ -202,8 +202,10 @@ pub struct RunCmd {
 	/// and removals go on) until space returns, so a full disk never stops the node.
 	#[arg(long, value_name = "MIB", default_value_t = statement_store::DEFAULT_MIN_FREE_BYTES >> 20)]
 	pub statement_store_min_free_mib: u64,
-	/// MiB that the live queues of all statement subscribers may hold together; past it the
-	/// subscribers furthest behind are dropped with the lag error, so stuck readers cannot
+	/// MiB of memory for all statement subscriptions together: each open one counts 2 KiB
+	/// for its own state, plus what it has queued and not read. A new subscription is refused
+	/// while the open ones take half of it (16,384 at the default); past all of it the
+	/// subscribers furthest behind are dropped with the lag error. So stuck readers cannot
 	/// exhaust memory however many there are.
 	#[arg(long, value_name = "MIB", default_value_t = statement_store::DEFAULT_SUBSCRIPTION_BUDGET_BYTES / MIB)]
 	pub statement_subscription_memory_mib: usize,

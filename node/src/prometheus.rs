@@ -117,8 +117,8 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 	);
 	gauge(
 		"substrate_statement_store_subscription_queued_bytes",
-		"Bytes queued for subscribers that have not read them yet, all together (bounded by \
-		 --statement-subscription-memory-mib).",
+		"Bytes queued (or held unsent) for subscribers that have not read them yet, all \
+		 together (bounded by --statement-subscription-memory-mib).",
 		"gauge",
 		metrics.subscription_queued_bytes,
 	);
@@ -128,6 +128,13 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 		 their budget.",
 		"counter",
 		metrics.subscriptions_dropped_for_budget,
+	);
+	gauge(
+		"substrate_statement_store_subscriptions_refused_for_budget_total",
+		"Subscriptions refused because the open ones' own state (2 KiB each) took half of \
+		 --statement-subscription-memory-mib.",
+		"counter",
+		metrics.subscriptions_refused_for_budget,
 	);
 	gauge(
 		"substrate_statement_store_corrupt_total",
