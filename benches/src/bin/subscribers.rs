@@ -25,6 +25,10 @@
 //! $B --node target/release/statement-node --mode fanout --subscribers 10000 --rounds 100
 //! ```
 //!
+//! `--budget-mib N` starts the node with `--statement-subscription-memory-mib N`: at the
+//! default (64) it opens at most 16,384 subscriptions and refuses the rest, which the tables
+//! count.
+//!
 //! Statements are signed (sr25519) by the dev accounts, which the dev chain spec gives
 //! allowances; data is 256 bytes (32 in `replay`), topics as in the rest of the benchmarks.
 
@@ -69,6 +73,8 @@ struct Args {
 	/// Whether subscribing clients read what they are sent.
 	read: bool,
 	rounds: usize,
+	/// The node's `--statement-subscription-memory-mib`, if given.
+	budget_mib: Option<usize>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -109,6 +115,7 @@ fn parse_args() -> Result<Args, String> {
 		filter: Filter::Any,
 		read: false,
 		rounds: 100,
+		budget_mib: None,
 	};
 	let mut iter = std::env::args().skip(1);
 	while let Some(flag) = iter.next() {
@@ -130,6 +137,7 @@ fn parse_args() -> Result<Args, String> {
 			}
 			"--per-connection" => args.per_connection = number(&value()?)?.max(1),
 			"--rounds" => args.rounds = number(&value()?)?.max(1),
+			"--budget-mib" => args.budget_mib = Some(number(&value()?)?),
 			"--filter" => {
 				args.filter = match value()?.as_str() {
 					"any" => Filter::Any,
@@ -148,7 +156,7 @@ fn parse_args() -> Result<Args, String> {
 				return Err(format!(
 					"unknown argument {other}; use [--mode submit|replay|fanout] --node PATH \
 					 --statements N --subscribers N[,N...] [--per-connection N] \
-					 [--filter any|idle] [--clients read|never] [--rounds N]"
+					 [--filter any|idle] [--clients read|never] [--rounds N] [--budget-mib N]"
 				))
 			}
 		}
@@ -247,10 +255,12 @@ struct Node {
 }
 
 impl Node {
-	fn start(path: &str) -> Result<Node, String> {
+	fn start(path: &str, budget_mib: Option<usize>) -> Result<Node, String> {
 		let (rpc_port, metrics_port) = (free_port(), free_port());
+		let budget = budget_mib.map(|mib| mib.to_string());
 		let child = Command::new(path)
 			.args(["--dev", "--rpc-max-connections", "1000"])
+			.args(budget.iter().flat_map(|mib| ["--statement-subscription-memory-mib", mib]))
 			.args(["--rpc-port", &rpc_port.to_string()])
 			.args(["--prometheus-port", &metrics_port.to_string()])
 			.args(["--listen-addr", "/ip4/127.0.0.1/tcp/0"])
@@ -453,15 +463,24 @@ fn read_message(stream: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
 	}
 }
 
-/// Wait until the store counts `expected` subscriptions.
-fn wait_for_subscriptions(node: &Node, expected: f64, deadline: Instant) -> Result<(), String> {
+/// Wait until the store has answered `expected` subscriptions in all: open, or refused or
+/// dropped for its memory budget. Returns how many are open.
+fn wait_for_subscriptions(node: &Node, expected: f64, deadline: Instant) -> Result<f64, String> {
+	let counted = |name: &str| node.metric(name).unwrap_or(0.0);
 	loop {
 		let open = node.metric("substrate_statement_store_subscriptions");
-		if open == Some(expected) {
-			return Ok(());
+		let refused = counted("substrate_statement_store_subscriptions_refused_for_budget_total");
+		let dropped = counted("substrate_statement_store_subscriptions_dropped_for_budget_total");
+		if let Some(open) = open {
+			if open + refused + dropped == expected {
+				return Ok(open);
+			}
 		}
 		if Instant::now() > deadline {
-			return Err(format!("{open:?} subscriptions open, waiting for {expected}"));
+			return Err(format!(
+				"{open:?} subscriptions open, {refused} refused and {dropped} dropped for the \
+				 budget, waiting for {expected} in all"
+			));
 		}
 		std::thread::sleep(Duration::from_millis(50));
 	}
@@ -495,7 +514,7 @@ fn open_subscriptions(
 	filter: &str,
 	read: bool,
 	on_live: Option<Arc<dyn Fn() + Send + Sync>>,
-) -> Result<Vec<TcpStream>, String> {
+) -> Result<(Vec<TcpStream>, usize), String> {
 	// Gossip's own watch of the store counts as a subscription.
 	let already = node.metric("substrate_statement_store_subscriptions").unwrap_or(0.0);
 	let replays = Arc::new(AtomicUsize::new(0));
@@ -519,14 +538,17 @@ fn open_subscriptions(
 		opened += batch;
 	}
 	let deadline = Instant::now() + Duration::from_secs(30 + count as u64 / 1_000);
-	wait_for_subscriptions(node, already + count as f64, deadline)?;
-	while read && replays.load(Ordering::Relaxed) < count {
+	let open = wait_for_subscriptions(node, already + count as f64, deadline)? - already;
+	// Those refused get no replay.
+	let opened = open.max(0.0) as usize;
+	while read && replays.load(Ordering::Relaxed) < opened {
 		if Instant::now() > deadline {
-			return Err(format!("{} of {count} replays came", replays.load(Ordering::Relaxed)));
+			let came = replays.load(Ordering::Relaxed);
+			return Err(format!("{came} of {opened} replays came ({count} subscribed)"));
 		}
 		std::thread::sleep(Duration::from_millis(50));
 	}
-	Ok(streams)
+	Ok((streams, opened))
 }
 
 /// Close `streams`, which ends their reader threads.
@@ -545,14 +567,16 @@ struct Run {
 	end_mib: f64,
 	seconds: f64,
 	accepted: usize,
+	/// Subscriptions the node opened (the rest it refused for its budget).
+	opened: usize,
 	open_subscriptions: Option<f64>,
 }
 
 fn run(args: &Args, batches: &[String], subscribers: usize) -> Result<Run, String> {
-	let node = Node::start(&args.node)?;
+	let node = Node::start(&args.node, args.budget_mib)?;
 	std::thread::sleep(Duration::from_millis(500));
 	let idle_mib = node.status_kib("VmRSS:") as f64 / 1024.0;
-	let streams = open_subscriptions(
+	let (streams, opened) = open_subscriptions(
 		&node,
 		subscribers,
 		args.per_connection,
@@ -599,6 +623,7 @@ fn run(args: &Args, batches: &[String], subscribers: usize) -> Result<Run, Strin
 		end_mib: node.status_kib("VmRSS:") as f64 / 1024.0,
 		seconds,
 		accepted,
+		opened,
 		open_subscriptions,
 	};
 	close(streams);
@@ -625,8 +650,8 @@ fn submit_mode(args: &Args) -> Result<(), String> {
 		let per_subscription = if subscribers == 0 {
 			"-".to_string()
 		} else {
-			let kib = (run.subscribed_mib - run.idle_mib) * 1024.0 / subscribers as f64;
-			format!("{kib:.2} KiB")
+			let kib = (run.subscribed_mib - run.idle_mib) * 1024.0 / run.opened.max(1) as f64;
+			format!("{kib:.2} KiB ({} opened)", run.opened)
 		};
 		println!(
 			"| {subscribers} | {} | {:.1} s | {rate:.0} | {:.2}x | {:.0} MiB | {:.0} MiB | {per_subscription} | {:.0} MiB ({:+.0}) | {:.0} MiB | {:.0} MiB | {} |",
@@ -660,7 +685,7 @@ fn replay_mode(args: &Args) -> Result<(), String> {
 		data[..4].copy_from_slice(&i.to_le_bytes());
 		statement.set_plain_data(data);
 	});
-	let node = Node::start(&args.node)?;
+	let node = Node::start(&args.node, args.budget_mib)?;
 	let accepted = submit_all(node.rpc_port, &batches(&statements))?;
 	if accepted != count {
 		return Err(format!("{accepted} of {count} statements accepted"));
@@ -739,7 +764,7 @@ fn fanout_mode(args: &Args) -> Result<(), String> {
 		data[..4].copy_from_slice(&i.to_le_bytes());
 		statement.set_plain_data(data);
 	});
-	let node = Node::start(&args.node)?;
+	let node = Node::start(&args.node, args.budget_mib)?;
 	let base = Instant::now();
 	let delivered = Arc::new(AtomicUsize::new(0));
 	let last = Arc::new(AtomicU64::new(0));
@@ -751,8 +776,14 @@ fn fanout_mode(args: &Args) -> Result<(), String> {
 		})
 	};
 	let filter = match_all(&topic(FANOUT_TOPIC));
-	let streams =
+	let (streams, opened) =
 		open_subscriptions(&node, count, FANOUT_PER_CONNECTION, &filter, true, Some(on_live))?;
+	if opened < count {
+		return Err(format!(
+			"the node opened {opened} of {count} subscriptions: raise --budget-mib (each open \
+			 one counts 2 KiB against half of it)"
+		));
+	}
 	let mut submitter =
 		TcpStream::connect(("127.0.0.1", node.rpc_port)).map_err(|err| err.to_string())?;
 	let mut latencies = Vec::new();
