@@ -14,7 +14,7 @@ use crate::{
 	error::bad,
 	error::catch_db_panic,
 	posting::{decode_pairs, decode_segment},
-	schema::{self, Id, Record},
+	schema::{self, Id, Record, StoredBody},
 	Config, Error, MapAllowances, Result, Store,
 };
 use statement_primitives::{
@@ -83,7 +83,7 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 			// The counters still count it, with the size of the body it was admitted with:
 			// a damaged body keeps its length, a missing one leaves the size unknown.
 			match db.get(schema::COL_BODY, &schema::body_key(*id))? {
-				Some(body) => total_size += body.len() as u64,
+				Some(value) => total_size += StoredBody::of(value).encoding().len() as u64,
 				None => sizes_known = false,
 			}
 			continue;
@@ -135,11 +135,23 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 
 /// Check statement `id`'s body and record; returns the record if both are sound.
 fn check_statement(db: &parity_db::Db, id: Id, report: &mut CheckReport) -> Result<Option<Record>> {
-	let Some(body) = db.get(schema::COL_BODY, &schema::body_key(id))? else {
+	let Some(value) = db.get(schema::COL_BODY, &schema::body_key(id))? else {
 		report.problem(format!("statement {id}: its body is missing"));
 		return Ok(None);
 	};
+	// The full hash, whatever the body's check says; then the check too.
+	let stored_body = StoredBody::of(value);
+	let claimed = match &stored_body {
+		StoredBody::Checked { claimed, .. } => Some(*claimed),
+		StoredBody::Unchecked(_) => None,
+	};
+	let body = stored_body.encoding();
 	let hash = hash_encoded(&body);
+	if claimed.is_some_and(|claimed| claimed != schema::fingerprint(&hash)) {
+		report
+			.problem(format!("statement {id}: its body does not match its hash (its check fails)"));
+		return Ok(None);
+	}
 	let Some(stored) = db.get(schema::COL_HASH, &hash)? else {
 		report.problem(format!(
 			"statement {id}: its body does not match its hash (nothing is stored under the \
@@ -297,7 +309,8 @@ pub fn repair(config: Config) -> Result<RepairReport> {
 	catch_db_panic(|| {
 		let db = parity_db::Db::open(&schema::db_options(&path, false))?;
 		db.iter_column_while(schema::COL_BODY, |state| {
-			let verdict = match Statement::from_bytes(&state.value) {
+			let body = StoredBody::of(state.value.clone()).encoding();
+			let verdict = match Statement::from_bytes(&body) {
 				Err(err) => Some(format!("does not decode: {err}")),
 				Ok(statement) => match target.submit(statement, StatementSource::Local) {
 					SubmitResult::New | SubmitResult::Known => None,

@@ -300,7 +300,11 @@ impl Table {
 impl Membership {
 	/// Whether `hash` is (almost certainly) stored.
 	pub fn contains(&self, hash: &Hash) -> bool {
-		let fingerprint = fingerprint(hash);
+		self.contains_fingerprint(fingerprint(hash))
+	}
+
+	/// Whether a hash with this fingerprint (its first 8 bytes, big-endian) is stored.
+	pub fn contains_fingerprint(&self, fingerprint: u64) -> bool {
 		self.shards[shard_of(fingerprint)].read().contains(fingerprint)
 	}
 

@@ -1,11 +1,12 @@
-//! Schema migrations: each step brings the database one version up in one commit, so a crash
-//! leaves either version, never a mix.
+//! Schema migrations, each bringing the database one version up. A step either runs in one
+//! commit, or in chunks whose partial state the next open (and, for schema 4, every reader)
+//! understands, so a crash midway is resumed where it stopped.
 
 use crate::{
 	error::bad,
 	posting::{decode_pairs, decode_segment, encode_pairs, encode_segment, segment_base},
-	read::segments_under,
-	schema::{self, PostingKey},
+	read::{segments, segments_under, stored_ids},
+	schema::{self, Id, PostingKey, StoredBody},
 	writeback, Result,
 };
 use codec::Encode;
@@ -50,6 +51,65 @@ pub(crate) fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) 
 	if version < 3 {
 		to_schema_3(db, path, sync)?;
 	}
+	if version < 4 {
+		to_schema_4(db, path, sync)?;
+	}
+	Ok(())
+}
+
+/// Bodies given their check per commit by the move to schema 4.
+const CHECK_CHUNK: usize = 65_536;
+
+/// Schema 4 stores each body behind a 64-bit check ([`schema::body_value`]): every body
+/// without one is rewritten with it, [`CHECK_CHUNK`] a commit, in admission order. Readers
+/// take both forms, so a crash midway leaves a sound database, and the next open goes on
+/// (bodies already checked are read and left).
+fn to_schema_4(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
+	let started = std::time::Instant::now();
+	let total = segments(db, PostingKey::All)?.len();
+	log::info!(
+		target: "statement-store",
+		"{path}: upgrading the database to schema 4: a check for each of {total} bodies"
+	);
+	let (mut from, mut seen, mut rewritten) = (0, 0usize, 0u64);
+	loop {
+		let ids = stored_ids(db, from, Id::MAX, CHECK_CHUNK)?;
+		let Some(&last) = ids.last() else { break };
+		let mut ops = Vec::new();
+		for id in ids.iter().copied() {
+			let key = schema::body_key(id);
+			let Some(value) = db.get(schema::COL_BODY, &key)? else { continue };
+			if let StoredBody::Unchecked(encoding) = StoredBody::of(value) {
+				// A damaged body gets the check of what it is now: readers still find that
+				// it is not the body of a stored hash.
+				let hash = statement_primitives::hash_encoded(&encoding);
+				ops.push((
+					schema::COL_BODY,
+					key.to_vec(),
+					Some(schema::body_value(&hash, &encoding)),
+				));
+			}
+		}
+		seen += ids.len();
+		rewritten += ops.len() as u64;
+		if !ops.is_empty() {
+			writeback::commit(db, ops, sync)?;
+			apply_log(db)?;
+		}
+		log::info!(
+			target: "statement-store",
+			"{path}: schema 4: {seen} of {total} bodies checked ({rewritten} rewritten)"
+		);
+		from = last + 1;
+	}
+	let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(4u32.encode()));
+	writeback::commit(db, vec![version], sync)?;
+	apply_log(db)?;
+	log::info!(
+		target: "statement-store",
+		"{path}: upgraded to schema 4 in {:?} ({rewritten} bodies rewritten)",
+		started.elapsed()
+	);
 	Ok(())
 }
 

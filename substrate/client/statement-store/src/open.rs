@@ -11,7 +11,7 @@ use crate::{
 	membership::{Membership, SnapshotTag},
 	metrics::Metrics,
 	read::{has_segments, stored_ids},
-	schema::{self, Counters, Id, PostingKey},
+	schema::{self, Counters, Id, PostingKey, StoredBody},
 	snapshot::{snapshot_tag, SNAPSHOT_FILE},
 	staging::Database,
 	store::{Inner, Store, DRAIN_PERIOD},
@@ -526,7 +526,7 @@ fn hint_table_headers(_path: &std::path::Path) {}
 fn body_hash(db: &parity_db::Db, id: Id, check: bool, path: &str) -> Result<Option<Hash>> {
 	let hash = db
 		.get(schema::COL_BODY, &schema::body_key(id))?
-		.map(|body| statement_primitives::hash_encoded(&body));
+		.map(|value| statement_primitives::hash_encoded(&StoredBody::of(value).encoding()));
 	if check {
 		let stored = match &hash {
 			Some(hash) => {

@@ -6,7 +6,7 @@ use crate::{
 	paging::PAGE_IDS,
 	posting::{decode_segment, intersect, PostingList},
 	read_ahead::{Fetched, HASH_GROUP, READ_AHEAD_FROM, READ_AHEAD_WINDOW},
-	schema::{self, Id, PostingKey, Record},
+	schema::{self, Id, PostingKey, Record, StoredBody},
 	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
 	Error, Result,
 };
@@ -197,39 +197,58 @@ impl Inner {
 	/// of answers) and `None` returned, so the rest of an answer still comes. `statement-node
 	/// check-db` finds all damage, `repair` rebuilds the indexes without it.
 	pub fn body_from_disk(&self, id: Id, hash: &Hash) -> Result<Option<Vec<u8>>> {
-		let Some(body) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
+		let Some(value) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
 			self.quarantine(id, "is indexed but its body is missing");
 			return Ok(None);
 		};
-		if statement_primitives::hash_encoded(&body) != *hash {
+		let Some(body) = StoredBody::of(value).of_hash(hash) else {
 			self.quarantine(id, "has a body that does not match its hash");
 			return Ok(None);
-		}
+		};
 		Ok(Some(body))
 	}
 
 	/// [`Inner::body_from_disk`] for each of `ids`, in order, where the caller does not have
-	/// the hashes: each body's blake2 must be a stored hash (a damaged body passes with odds
-	/// of n / 2^64, and nothing more is read from disk for the check). The bodies are hashed
-	/// together (see [`hash_encoded_each`]), so callers pass [`HASH_GROUP`] or more at a
-	/// time.
+	/// the hashes: the fingerprint each body's check claims must be a stored hash's (a
+	/// damaged body passes with odds of n / 2^64, and nothing more is read from disk for the
+	/// check; see [`schema::body_value`]). A body written before schema 4 is hashed with
+	/// blake2 instead, those of a group together (see [`hash_encoded_each`]).
 	pub fn bodies_from_disk(&self, ids: &[Id]) -> Result<Vec<Option<Vec<u8>>>> {
-		let read = self.read_hashed(ids)?;
-		Ok(ids
-			.iter()
-			.zip(read)
-			.map(|(&id, found)| match found {
+		let mut found = Vec::with_capacity(ids.len());
+		let mut unchecked = Vec::new();
+		for &id in ids {
+			let value = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
+			found.push(match value.map(StoredBody::of) {
 				None => {
 					self.quarantine(id, "is indexed but its body is missing");
 					None
 				}
-				Some((body, hash)) if self.membership.contains(&hash) => Some(body),
-				Some(_) => {
-					self.quarantine(id, "has a body that does not match its hash");
-					None
+				Some(StoredBody::Checked { claimed, encoding }) => {
+					if self.membership.contains_fingerprint(claimed) {
+						Some(encoding)
+					} else {
+						self.quarantine(id, "has a body that does not match its hash");
+						None
+					}
 				}
-			})
-			.collect())
+				Some(StoredBody::Unchecked(encoding)) => {
+					unchecked.push(found.len());
+					Some(encoding)
+				}
+			});
+		}
+		if !unchecked.is_empty() {
+			let hashes = hash_encoded_each(
+				unchecked.iter().filter_map(|&at| found[at].as_deref()).collect::<Vec<_>>(),
+			);
+			for (&at, hash) in unchecked.iter().zip(hashes) {
+				if !self.membership.contains(&hash) {
+					self.quarantine(ids[at], "has a body that does not match its hash");
+					found[at] = None;
+				}
+			}
+		}
+		Ok(found)
 	}
 
 	/// The bodies of `ids` as the database has them, in order, each with its blake2-256,
@@ -238,8 +257,11 @@ impl Inner {
 	pub fn read_hashed(&self, ids: &[Id]) -> Result<Vec<Option<Hashed>>> {
 		let bodies = ids
 			.iter()
-			.map(|&id| self.db.get(schema::COL_BODY, &schema::body_key(id)))
-			.collect::<std::result::Result<Vec<_>, _>>()?;
+			.map(|&id| {
+				let value = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
+				Ok(value.map(|value| StoredBody::of(value).encoding()))
+			})
+			.collect::<Result<Vec<_>>>()?;
 		let mut hashes = hash_encoded_each(bodies.iter().flatten().map(Vec::as_slice)).into_iter();
 		Ok(bodies
 			.into_iter()
@@ -296,7 +318,7 @@ impl Inner {
 		let body: Arc<[u8]> = match self.bodies.get(id) {
 			Some(body) => body,
 			None => match self.db.get(schema::COL_BODY, &schema::body_key(id))? {
-				Some(body) => Arc::from(body),
+				Some(value) => Arc::from(StoredBody::of(value).encoding()),
 				None => {
 					self.quarantine(id, "is indexed but its body is missing");
 					return Ok(None);

@@ -1,7 +1,8 @@
 //! The bodies of a large answer, read ahead on helper threads and handed over in order.
 //!
 //! An answer of thousands of statements whose bodies are not cached costs one disk read and
-//! one blake2 check per statement, each independent of the others. A query reads its first
+//! one check (xxh3, or blake2 for a body written before schema 4) per statement, each
+//! independent of the others. A query reads its first
 //! ids itself, a window at a time; once a quarter or more of a window came from disk and
 //! enough ids are left, helpers read chunks of the rest (chunk k by helper k mod h) while the
 //! asking thread turns the bodies already read into the answer, in order. An answer served
@@ -23,8 +24,9 @@ pub const READ_AHEAD_WINDOW: usize = 128;
 /// Ids a helper reads before handing their bodies over.
 const CHUNK: usize = 256;
 
-/// Bodies a query reads from disk before it hashes them, together, on its own thread: four
-/// inputs share blake2b's vector instructions, so a group of eight fills two rounds.
+/// Bodies a query reads from disk at a time on its own thread; those without a check
+/// (written before schema 4) are hashed together: four inputs share blake2b's vector
+/// instructions, so a group of eight fills two rounds.
 pub const HASH_GROUP: usize = 8;
 
 /// A body as it was found.

@@ -15,7 +15,8 @@ pub type Id = u64;
 
 /// Schema version, 1 key: `b"schema"`. Counters: `b"counters"`.
 pub const COL_META: ColId = 0;
-/// [`body_key`] of the id -> statement encoding.
+/// [`body_key`] of the id -> [`body_value`]: the statement encoding behind a 64-bit check
+/// (schema 4; before, the encoding alone, which [`StoredBody::of`] still reads).
 pub const COL_BODY: ColId = 1;
 /// hash -> id (u64, little-endian). Everything else a removal needs ([`Record`]) is read from
 /// the body. Schema 2 stored the whole record here, starting with the id: such values are
@@ -57,7 +58,9 @@ pub const COLUMNS: u8 = 11;
 /// of one btree entry per statement in each; every stored id is listed in
 /// [`PostingKey::All`]'s segments, and the journal keeps only admissions since the newest
 /// membership snapshot.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: each body carries a 64-bit check ([`body_value`]), so reads verify it with xxh3
+/// instead of hashing it with blake2-256.
+pub const SCHEMA_VERSION: u32 = 4;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
 pub const KEY_COUNTERS: &[u8] = b"counters";
@@ -332,6 +335,79 @@ impl PostingKey {
 	}
 }
 
+/// First byte of a [`body_value`]. A statement's encoding starts with the compact count of its
+/// fields (at most 9: `0x00..=0x24`), so no schema 3 body starts with it.
+pub const BODY_CHECKED: u8 = 0xc4;
+
+/// Bytes a [`body_value`] adds to the encoding.
+pub const BODY_CHECK_LEN: usize = 9;
+
+/// The 64-bit fingerprint of a hash, its first 8 bytes big-endian (as the membership set
+/// keeps it).
+pub fn fingerprint(hash: &Hash) -> u64 {
+	u64::from_be_bytes(hash[..8].try_into().expect("8 of 32 bytes"))
+}
+
+/// xxh3-64 of an encoding.
+pub fn xxh3(encoding: &[u8]) -> u64 {
+	twox_hash::xxh3::hash64(encoding)
+}
+
+/// A body as stored: [`BODY_CHECKED`], then `check` (u64, little-endian) = xxh3-64 of the
+/// encoding XOR the fingerprint of its hash, then the encoding. A reader that has the hash
+/// checks `check` against both (a damaged body, or the body of another statement, passes
+/// with odds of 2^-64); one that has only the id finds the fingerprint the body claims,
+/// `check` XOR xxh3, and checks that the store holds such a hash (odds n / 2^64, as a
+/// blake2-256 of the body checked against the membership set had). Neither hashes the body
+/// with blake2.
+pub fn body_value(hash: &Hash, encoding: &[u8]) -> Vec<u8> {
+	let mut value = Vec::with_capacity(BODY_CHECK_LEN + encoding.len());
+	value.push(BODY_CHECKED);
+	value.extend_from_slice(&(xxh3(encoding) ^ fingerprint(hash)).to_le_bytes());
+	value.extend_from_slice(encoding);
+	value
+}
+
+/// A body value as read, split into its encoding and what checks it.
+pub enum StoredBody {
+	/// Written by schema 4: the fingerprint of the hash it claims, and the encoding.
+	Checked { claimed: u64, encoding: Vec<u8> },
+	/// Written before schema 4 (or damaged in its first byte): only blake2 can check it.
+	Unchecked(Vec<u8>),
+}
+
+impl StoredBody {
+	/// Split a body value; computes the xxh3 of a checked one.
+	pub fn of(mut value: Vec<u8>) -> StoredBody {
+		if value.len() < BODY_CHECK_LEN || value[0] != BODY_CHECKED {
+			return StoredBody::Unchecked(value);
+		}
+		let check = u64::from_le_bytes(value[1..BODY_CHECK_LEN].try_into().expect("8 bytes"));
+		value.drain(..BODY_CHECK_LEN);
+		let claimed = check ^ xxh3(&value);
+		StoredBody::Checked { claimed, encoding: value }
+	}
+
+	/// The encoding if it is the body of `hash` (checked or, for an old body, blake2-hashed).
+	pub fn of_hash(self, hash: &Hash) -> Option<Vec<u8>> {
+		match self {
+			StoredBody::Checked { claimed, encoding } => {
+				(claimed == fingerprint(hash)).then_some(encoding)
+			}
+			StoredBody::Unchecked(encoding) => {
+				(statement_primitives::hash_encoded(&encoding) == *hash).then_some(encoding)
+			}
+		}
+	}
+
+	/// The encoding, whatever it claims (for callers that check it otherwise).
+	pub fn encoding(self) -> Vec<u8> {
+		match self {
+			StoredBody::Checked { encoding, .. } | StoredBody::Unchecked(encoding) => encoding,
+		}
+	}
+}
+
 /// Key of a statement body: the id spread over 32 uniform bytes by a bijective mixer, so that
 /// parity-db can index it directly instead of hashing every key on every read.
 pub fn body_key(id: Id) -> [u8; 32] {
@@ -457,6 +533,34 @@ mod tests {
 		assert_eq!(PostingKey::Keyed.prefix(), vec![3]);
 		assert_ne!(PostingKey::Keyed.prefix()[0], LEGACY_NO_KEY_PREFIX);
 		assert!(PostingKey::Topic([1; 32]).segment_key(5).starts_with(&topic));
+	}
+
+	#[test]
+	fn a_checked_body_is_the_body_of_its_hash_alone_and_any_flipped_bit_shows() {
+		let encoding: Vec<u8> = (0..300u32).map(|n| n as u8).collect();
+		let hash = statement_primitives::hash_encoded(&encoding);
+		let other = statement_primitives::hash_encoded(b"another statement");
+		let value = body_value(&hash, &encoding);
+		assert_eq!(value.len(), encoding.len() + BODY_CHECK_LEN);
+		assert_eq!(StoredBody::of(value.clone()).of_hash(&hash), Some(encoding.clone()));
+		assert_eq!(StoredBody::of(value.clone()).of_hash(&other), None, "another hash's");
+		match StoredBody::of(value.clone()) {
+			StoredBody::Checked { claimed, .. } => assert_eq!(claimed, fingerprint(&hash)),
+			StoredBody::Unchecked(_) => panic!("read as unchecked"),
+		}
+		for at in 0..value.len() {
+			for bit in 0..8 {
+				let mut damaged = value.clone();
+				damaged[at] ^= 1 << bit;
+				assert_eq!(StoredBody::of(damaged.clone()).of_hash(&hash), None, "{at}.{bit}");
+				if let StoredBody::Checked { claimed, .. } = StoredBody::of(damaged) {
+					assert_ne!(claimed, fingerprint(&hash), "{at}.{bit}");
+				}
+			}
+		}
+		// A body as schema 3 wrote it is checked by its blake2.
+		assert_eq!(StoredBody::of(encoding.clone()).of_hash(&hash), Some(encoding.clone()));
+		assert_eq!(StoredBody::of(encoding).of_hash(&other), None);
 	}
 
 	#[test]

@@ -3,7 +3,7 @@
 
 use crate::{
 	membership::{SnapshotMark, SnapshotTag},
-	schema::{self, Counters, Id},
+	schema::{self, Counters, Id, StoredBody},
 	store::{Inner, Store},
 	Error, Result,
 };
@@ -166,8 +166,8 @@ pub(crate) fn snapshot_tag(
 				),
 			});
 		}
-		if let Some(body) = db.get(schema::COL_BODY, &schema::body_key(id))? {
-			last_hash = statement_primitives::hash_encoded(&body);
+		if let Some(value) = db.get(schema::COL_BODY, &schema::body_key(id))? {
+			last_hash = statement_primitives::hash_encoded(&StoredBody::of(value).encoding());
 		}
 	}
 	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash, removals })

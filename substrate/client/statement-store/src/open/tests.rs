@@ -103,6 +103,59 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 	assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
 }
 
+/// Schema 3 stored each body as its bare encoding: the upgrade gives every body its check,
+/// whether the database is as schema 3 left it or half upgraded by a crash, and answers the
+/// same.
+#[test]
+fn a_schema_3_database_gets_a_check_for_each_body_and_answers_the_same() {
+	let dir = tempfile::tempdir().unwrap();
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
+	let store = open();
+	let statements: Vec<Statement> =
+		(0..60u8).map(|n| signed(n, (n % 3 == 0).then_some(n % 2))).collect();
+	for statement in &statements {
+		assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+	}
+	let expected = answers(&store);
+	drop(store);
+
+	// As schema 3 wrote them: the encoding alone (the last ten as a crash midway through the
+	// upgrade leaves them, already checked).
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	let body_key = |db: &parity_db::Db, statement: &Statement| {
+		let stored = db.get(schema::COL_HASH, &statement.hash()).unwrap().unwrap();
+		schema::body_key(schema::le_u64_prefix(&stored).unwrap())
+	};
+	let mut ops = Vec::new();
+	for statement in &statements[..50] {
+		let key = body_key(&db, statement);
+		let value = db.get(schema::COL_BODY, &key).unwrap().unwrap();
+		assert_eq!(value[0], schema::BODY_CHECKED, "written checked");
+		let encoding = statement.encode();
+		assert_eq!(value[schema::BODY_CHECK_LEN..], encoding[..]);
+		ops.push((schema::COL_BODY, key.to_vec(), Some(encoding)));
+	}
+	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(3u32.encode())));
+	writeback::commit(&db, ops, false).unwrap();
+	drop(db);
+
+	let store = open();
+	assert_eq!(answers(&store), expected);
+	assert_eq!(store.statement(&statements[3].hash()).unwrap(), Some(statements[3].clone()));
+	let report = crate::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
+	drop(store);
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(4u32.encode()));
+	for statement in &statements {
+		let value = db.get(schema::COL_BODY, &body_key(&db, statement)).unwrap().unwrap();
+		assert_eq!(value[0], schema::BODY_CHECKED, "every body checked");
+		assert_eq!(value, schema::body_value(&statement.hash(), &statement.encode()));
+	}
+}
+
 #[test]
 fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	let dir = tempfile::tempdir().unwrap();
@@ -200,7 +253,10 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	assert_eq!(broadcasts, left);
 	drop(store);
 	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
-	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(3u32.encode()));
+	assert_eq!(
+		db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(),
+		Some(schema::SCHEMA_VERSION.encode())
+	);
 }
 
 /// The store at `path`, every account allowed far more than a test submits.
