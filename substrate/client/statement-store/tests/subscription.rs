@@ -45,6 +45,13 @@ fn replay_pages(subscription: &mut Subscription, max_bytes: usize) -> Vec<Vec<Ve
 	pages
 }
 
+/// A store in `dir` whose subscriptions together have `budget` bytes.
+fn with_budget(dir: &std::path::Path, budget: usize) -> statement_store::Store {
+	let mut config = config(dir, &TestClock::new());
+	config.subscription_budget_bytes = budget;
+	statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap()
+}
+
 fn hash_of(encoding: &[u8]) -> Hash {
 	statement_primitives::hash_encoded(encoding)
 }
@@ -80,12 +87,9 @@ fn a_subscriber_that_never_reads_is_dropped_past_its_queue_bound_and_forgotten()
 #[test]
 fn stuck_subscribers_together_stay_within_one_budget_furthest_behind_dropped_first() {
 	let dir = tempfile::tempdir().unwrap();
-	let clock = TestClock::new();
-	let mut config = config(dir.path(), &clock);
 	// Room for the 101 subscribers' state (2 KiB each) in half of it.
 	let budget = 512 * 1024;
-	config.subscription_budget_bytes = budget;
-	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
+	let store = with_budget(dir.path(), budget);
 	let reader = store.subscribe_with_queue(TopicFilter::Any, 1 << 20).unwrap();
 	let mut stuck = Vec::new();
 	let mut peak = 0;
@@ -126,10 +130,7 @@ fn stuck_subscribers_together_stay_within_one_budget_furthest_behind_dropped_fir
 #[test]
 fn subscriptions_past_half_the_budget_are_refused_until_one_closes() {
 	let dir = tempfile::tempdir().unwrap();
-	let clock = TestClock::new();
-	let mut config = config(dir.path(), &clock);
-	config.subscription_budget_bytes = 20 * SUBSCRIPTION_STATE_BYTES;
-	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
+	let store = with_budget(dir.path(), 20 * SUBSCRIPTION_STATE_BYTES);
 	let _gossip = store.watch_admissions(1 << 20);
 	let mut open: Vec<_> = (0..10).map(|_| store.subscribe(TopicFilter::Any).unwrap()).collect();
 	match store.subscribe(TopicFilter::Any) {
@@ -153,11 +154,8 @@ fn subscriptions_past_half_the_budget_are_refused_until_one_closes() {
 #[test]
 fn bytes_held_unsent_count_against_the_bound_and_the_budget() {
 	let dir = tempfile::tempdir().unwrap();
-	let clock = TestClock::new();
-	let mut config = config(dir.path(), &clock);
 	let budget = 256 * 1024;
-	config.subscription_budget_bytes = budget;
-	let store = statement_store::Store::open(config, allowances(1000, 1 << 24)).unwrap();
+	let store = with_budget(dir.path(), budget);
 
 	// Held and released: counted in between, not after.
 	let reader = store.subscribe_with_queue(TopicFilter::Any, 64 * 1024).unwrap();

@@ -27,6 +27,22 @@ fn signed(n: u8, key: Option<u8>) -> Statement {
 	statement
 }
 
+/// A store in `dir` that admits anyone (up to 1,000 statements and 1 MiB an account).
+fn open_admitting(dir: &std::path::Path) -> Store {
+	let allowances = MapAllowances::new()
+		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
+	Store::open(Config::new(dir), Arc::new(allowances)).unwrap()
+}
+
+/// `statements` submitted to a new store in `dir`, which is then closed: the answers it gave.
+fn stored(dir: &std::path::Path, statements: &[Statement]) -> Vec<Vec<Vec<u8>>> {
+	let store = open_admitting(dir);
+	for statement in statements {
+		assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+	}
+	answers(&store)
+}
+
 /// Every query answer this test looks at, sorted.
 fn answers(store: &Store) -> Vec<Vec<Vec<u8>>> {
 	let mut out = vec![store.broadcasts(&[]).unwrap()];
@@ -43,17 +59,11 @@ fn answers(store: &Store) -> Vec<Vec<Vec<u8>>> {
 #[test]
 fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 	let dir = tempfile::tempdir().unwrap();
-	let allowances = MapAllowances::new()
-		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
-	let store = open();
-	for n in 0..120u8 {
-		let statement = signed(n, (n % 3 == 0).then_some(n % 2));
-		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
-	}
-	let expected = answers(&store);
+	let open = || open_admitting(dir.path());
+	let statements: Vec<Statement> =
+		(0..120u8).map(|n| signed(n, (n % 3 == 0).then_some(n % 2))).collect();
+	let expected = stored(dir.path(), &statements);
 	assert_eq!(expected[0].len(), 80, "broadcasts are the 80 statements without a key");
-	drop(store);
 
 	// Rewrite the posting lists as schema 1 had them: the statements without a key in a
 	// list under prefix 0, no list of keyed statements.
@@ -109,17 +119,10 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 #[test]
 fn a_schema_3_database_gets_a_check_for_each_body_and_answers_the_same() {
 	let dir = tempfile::tempdir().unwrap();
-	let allowances = MapAllowances::new()
-		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
-	let store = open();
+	let open = || open_admitting(dir.path());
 	let statements: Vec<Statement> =
 		(0..60u8).map(|n| signed(n, (n % 3 == 0).then_some(n % 2))).collect();
-	for statement in &statements {
-		assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
-	}
-	let expected = answers(&store);
-	drop(store);
+	let expected = stored(dir.path(), &statements);
 
 	// As schema 3 wrote them: the encoding alone (the last ten as a crash midway through the
 	// upgrade leaves them, already checked).
@@ -159,17 +162,10 @@ fn a_schema_3_database_gets_a_check_for_each_body_and_answers_the_same() {
 #[test]
 fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	let dir = tempfile::tempdir().unwrap();
-	let allowances = MapAllowances::new()
-		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-	let open = || Store::open(Config::new(dir.path()), Arc::new(allowances.clone())).unwrap();
-	let store = open();
+	let open = || open_admitting(dir.path());
 	let statements: Vec<Statement> =
 		(0..40u8).map(|n| signed(n, (n % 5 == 0).then_some(1))).collect();
-	for statement in &statements {
-		assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
-	}
-	let expected = answers(&store);
-	drop(store);
+	let expected = stored(dir.path(), &statements);
 
 	// Schema 2 stored the whole record under the hash: the SCALE encoding of id, expiry,
 	// account, data length, encoded length, channel, decryption key and topics.
