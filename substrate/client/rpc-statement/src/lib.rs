@@ -338,11 +338,14 @@ fn register(
 		|params, pending, rpc, _| {
 			let filter = Positional::of(&params).and_then(|params| params.filter(0));
 			// Past the store's budget (counting those still opening) a flood is refused here,
-			// each costing the answer's task rather than a start each.
+			// each costing the answer's task rather than a start each. A bad filter is
+			// answered as such, by the start.
 			let starting = Starting::new(&rpc.starting);
-			if let Err(full) = rpc.store.check_subscription_room(starting.others()) {
-				tokio::spawn(pending.reject(too_many_subscriptions(full)));
-				return;
+			if filter.is_ok() {
+				if let Err(full) = rpc.store.check_subscription_room(starting.others()) {
+					tokio::spawn(pending.reject(too_many_subscriptions(full)));
+					return;
+				}
 			}
 			tokio::spawn(start(filter.map_err(ErrorObjectOwned::from), pending, rpc, starting));
 		},

@@ -210,6 +210,43 @@ async fn a_replay_page_held_for_a_client_that_does_not_read_counts_against_the_b
 	assert!(error.starts_with("subscription dropped"), "{error}");
 }
 
+/// Past half the store's subscription budget a subscription is refused with the code
+/// jsonrpsee gives a connection's subscription limit, saying why; a bad filter is still
+/// answered as one; one closing makes room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_past_the_stores_budget_are_refused_as_too_many() {
+	let dir = TempDir::new("refused");
+	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
+	let mut config = Config::new(&dir.0);
+	config.sync_wal = false;
+	// Half of it holds two subscriptions' state.
+	config.subscription_budget_bytes = 4 * statement_primitives::SUBSCRIPTION_STATE_BYTES;
+	let store = Store::open(config, Arc::new(allowances)).unwrap();
+	let module = module_with_queue(&store, 1 << 20);
+	let subscribe =
+		|filter: Value| module.subscribe("statement_subscribeStatement", vec![filter], 16);
+	let first = subscribe(json!("any")).await.expect("the first opens");
+	let _second = subscribe(json!("any")).await.expect("the second opens");
+	let Err(MethodsError::JsonRpc(err)) = subscribe(json!("any")).await else {
+		panic!("the third was not refused with a JSON-RPC error")
+	};
+	assert_eq!(err.code(), jsonrpsee::types::error::TOO_MANY_SUBSCRIPTIONS_CODE);
+	assert!(err.message().contains("too many subscriptions"), "{}", err.message());
+	let Err(MethodsError::JsonRpc(err)) = subscribe(json!({"matchAll": "nope"})).await else {
+		panic!("a bad filter was not refused with a JSON-RPC error")
+	};
+	assert_eq!(err.code(), statement_rpc::INVALID_PARAMS_CODE, "{}", err.message());
+	assert_eq!(store.metrics().subscriptions_refused_for_budget, 1);
+	drop(first);
+	let deadline = Instant::now() + Duration::from_secs(60);
+	while store.metrics().subscriptions != 1 {
+		let open = store.metrics().subscriptions;
+		assert!(Instant::now() < deadline, "{open} subscriptions still open after one closed");
+		tokio::time::sleep(Duration::from_millis(20)).await;
+	}
+	subscribe(json!("any")).await.expect("room again");
+}
+
 #[tokio::test]
 async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 	let dir = TempDir::new("dump");
