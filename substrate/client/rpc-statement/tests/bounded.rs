@@ -3,15 +3,13 @@
 
 mod common;
 
-use common::{open, TempDir};
+use common::{open, open_with_budget, TempDir};
 use jsonrpsee::{MethodsError, RpcModule};
 use serde_json::{json, Value};
 use sp_core::{ed25519, Pair};
-use statement_primitives::{
-	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult,
-};
+use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
 use statement_rpc::StatementRpc;
-use statement_store::{Config, MapAllowances, Store};
+use statement_store::Store;
 use std::{
 	collections::HashSet,
 	sync::Arc,
@@ -163,12 +161,8 @@ async fn a_connection_that_does_not_read_holds_at_most_its_in_flight_bytes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_page_held_for_a_client_that_does_not_read_counts_against_the_budget() {
 	let dir = TempDir::new("held");
-	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
-	let mut config = Config::new(&dir.0);
-	config.sync_wal = false;
 	// Room for the subscription's own state; not for a 160 KB page of hex besides.
-	config.subscription_budget_bytes = 128 * 1024;
-	let store = Store::open(config, Arc::new(allowances)).unwrap();
+	let store = open_with_budget(&dir, 128 * 1024);
 	// 200 KB stored: a replay of two pages, the last of them ~80 KB (~160 KB as hex).
 	for n in 0..10 {
 		assert_eq!(store.submit(numbered(n, 20_000), StatementSource::Local), SubmitResult::New);
@@ -216,12 +210,8 @@ async fn a_replay_page_held_for_a_client_that_does_not_read_counts_against_the_b
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_past_the_stores_budget_are_refused_as_too_many() {
 	let dir = TempDir::new("refused");
-	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
-	let mut config = Config::new(&dir.0);
-	config.sync_wal = false;
 	// Half of it holds two subscriptions' state.
-	config.subscription_budget_bytes = 4 * statement_primitives::SUBSCRIPTION_STATE_BYTES;
-	let store = Store::open(config, Arc::new(allowances)).unwrap();
+	let store = open_with_budget(&dir, 4 * statement_primitives::SUBSCRIPTION_STATE_BYTES);
 	let module = module_with_queue(&store, 1 << 20);
 	let subscribe =
 		|filter: Value| module.subscribe("statement_subscribeStatement", vec![filter], 16);

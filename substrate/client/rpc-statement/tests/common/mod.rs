@@ -30,8 +30,14 @@ impl Drop for TempDir {
 
 /// A store in `dir` that admits anyone, without syncing its log.
 pub fn open(dir: &TempDir) -> Store {
+	open_with_budget(dir, statement_store::DEFAULT_SUBSCRIPTION_BUDGET_BYTES)
+}
+
+/// [`open`], its subscriptions together given `budget` bytes of memory.
+pub fn open_with_budget(dir: &TempDir, budget: usize) -> Store {
 	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
 	let mut config = Config::new(&dir.0);
 	config.sync_wal = false;
+	config.subscription_budget_bytes = budget;
 	Store::open(config, Arc::new(allowances)).unwrap()
 }
