@@ -142,7 +142,7 @@ fn check_statement(db: &parity_db::Db, id: Id, report: &mut CheckReport) -> Resu
 	// The full hash, whatever the body's check says; then the check too.
 	let stored_body = StoredBody::of(value);
 	let claimed = match &stored_body {
-		StoredBody::Checked { claimed, .. } => Some(*claimed),
+		StoredBody::Checked { check, encoding } => Some(StoredBody::claimed(*check, encoding)),
 		StoredBody::Unchecked(_) => None,
 	};
 	let body = stored_body.encoding();

@@ -27,7 +27,7 @@
 //! fingerprints' low 48 bits in order. Loading it fills the tables on up to four threads while
 //! the file is read and checked.
 
-use crate::schema::Id;
+use crate::schema::{fingerprint, Id};
 use parking_lot::RwLock;
 use statement_primitives::Hash;
 use std::{
@@ -85,11 +85,6 @@ impl Default for Membership {
 	fn default() -> Self {
 		Membership { shards: (0..SHARDS).map(|_| RwLock::new(Table::default())).collect() }
 	}
-}
-
-/// A hash's fingerprint: its first 8 bytes, big-endian, so that numeric order is byte order.
-fn fingerprint(hash: &Hash) -> u64 {
-	u64::from_be_bytes(hash[..8].try_into().expect("8 of 32 bytes"))
 }
 
 /// The shard of a fingerprint: every fingerprint of one snapshot bucket is in one shard.

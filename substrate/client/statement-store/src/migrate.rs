@@ -5,7 +5,7 @@
 use crate::{
 	error::bad,
 	posting::{decode_pairs, decode_segment, encode_pairs, encode_segment, segment_base},
-	read::{segments, segments_under, stored_ids},
+	read::{segments_under, stored_ids},
 	schema::{self, Id, PostingKey, StoredBody},
 	writeback, Result,
 };
@@ -66,7 +66,10 @@ const CHECK_CHUNK: usize = 65_536;
 /// (bodies already checked are read and left).
 fn to_schema_4(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 	let started = std::time::Instant::now();
-	let total = segments(db, PostingKey::All)?.len();
+	let total = match db.get(schema::COL_META, schema::KEY_COUNTERS)? {
+		Some(bytes) => schema::decode_value::<schema::Counters>(schema::COL_META, &bytes)?.count,
+		None => 0,
+	};
 	log::info!(
 		target: "statement-store",
 		"{path}: upgrading the database to schema 4: a check for each of {total} bodies"

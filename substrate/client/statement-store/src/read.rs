@@ -223,8 +223,8 @@ impl Inner {
 					self.quarantine(id, "is indexed but its body is missing");
 					None
 				}
-				Some(StoredBody::Checked { claimed, encoding }) => {
-					if self.membership.contains_fingerprint(claimed) {
+				Some(StoredBody::Checked { check, encoding }) => {
+					if self.membership.contains_fingerprint(StoredBody::claimed(check, &encoding)) {
 						Some(encoding)
 					} else {
 						self.quarantine(id, "has a body that does not match its hash");

@@ -342,8 +342,8 @@ pub const BODY_CHECKED: u8 = 0xc4;
 /// Bytes a [`body_value`] adds to the encoding.
 pub const BODY_CHECK_LEN: usize = 9;
 
-/// The 64-bit fingerprint of a hash, its first 8 bytes big-endian (as the membership set
-/// keeps it).
+/// The 64-bit fingerprint of a hash, its first 8 bytes big-endian (so that numeric order is
+/// byte order), as the membership set keeps it.
 pub fn fingerprint(hash: &Hash) -> u64 {
 	u64::from_be_bytes(hash[..8].try_into().expect("8 of 32 bytes"))
 }
@@ -370,29 +370,33 @@ pub fn body_value(hash: &Hash, encoding: &[u8]) -> Vec<u8> {
 
 /// A body value as read, split into its encoding and what checks it.
 pub enum StoredBody {
-	/// Written by schema 4: the fingerprint of the hash it claims, and the encoding.
-	Checked { claimed: u64, encoding: Vec<u8> },
+	/// Written by schema 4: its check, and the encoding.
+	Checked { check: u64, encoding: Vec<u8> },
 	/// Written before schema 4 (or damaged in its first byte): only blake2 can check it.
 	Unchecked(Vec<u8>),
 }
 
 impl StoredBody {
-	/// Split a body value; computes the xxh3 of a checked one.
+	/// Split a body value (hashing nothing).
 	pub fn of(mut value: Vec<u8>) -> StoredBody {
 		if value.len() < BODY_CHECK_LEN || value[0] != BODY_CHECKED {
 			return StoredBody::Unchecked(value);
 		}
 		let check = u64::from_le_bytes(value[1..BODY_CHECK_LEN].try_into().expect("8 bytes"));
 		value.drain(..BODY_CHECK_LEN);
-		let claimed = check ^ xxh3(&value);
-		StoredBody::Checked { claimed, encoding: value }
+		StoredBody::Checked { check, encoding: value }
+	}
+
+	/// The fingerprint of the hash a checked body claims (its check XOR the encoding's xxh3).
+	pub fn claimed(check: u64, encoding: &[u8]) -> u64 {
+		check ^ xxh3(encoding)
 	}
 
 	/// The encoding if it is the body of `hash` (checked or, for an old body, blake2-hashed).
 	pub fn of_hash(self, hash: &Hash) -> Option<Vec<u8>> {
 		match self {
-			StoredBody::Checked { claimed, encoding } => {
-				(claimed == fingerprint(hash)).then_some(encoding)
+			StoredBody::Checked { check, encoding } => {
+				(StoredBody::claimed(check, &encoding) == fingerprint(hash)).then_some(encoding)
 			}
 			StoredBody::Unchecked(encoding) => {
 				(statement_primitives::hash_encoded(&encoding) == *hash).then_some(encoding)
@@ -545,7 +549,9 @@ mod tests {
 		assert_eq!(StoredBody::of(value.clone()).of_hash(&hash), Some(encoding.clone()));
 		assert_eq!(StoredBody::of(value.clone()).of_hash(&other), None, "another hash's");
 		match StoredBody::of(value.clone()) {
-			StoredBody::Checked { claimed, .. } => assert_eq!(claimed, fingerprint(&hash)),
+			StoredBody::Checked { check, encoding } => {
+				assert_eq!(StoredBody::claimed(check, &encoding), fingerprint(&hash))
+			}
 			StoredBody::Unchecked(_) => panic!("read as unchecked"),
 		}
 		for at in 0..value.len() {
@@ -553,8 +559,12 @@ mod tests {
 				let mut damaged = value.clone();
 				damaged[at] ^= 1 << bit;
 				assert_eq!(StoredBody::of(damaged.clone()).of_hash(&hash), None, "{at}.{bit}");
-				if let StoredBody::Checked { claimed, .. } = StoredBody::of(damaged) {
-					assert_ne!(claimed, fingerprint(&hash), "{at}.{bit}");
+				if let StoredBody::Checked { check, encoding } = StoredBody::of(damaged) {
+					assert_ne!(
+						StoredBody::claimed(check, &encoding),
+						fingerprint(&hash),
+						"{at}.{bit}"
+					);
 				}
 			}
 		}
