@@ -400,6 +400,13 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		self.peers.len()
 	}
 
+	/// Statements waiting to be sent: the entries of every peer's outbox, and (with the
+	/// reference's tick) those admitted since the last tick. An entry shares its statement's
+	/// encoding with the other outboxes it waits in.
+	pub fn queued(&self) -> usize {
+		self.recent.len() + self.peers.values().map(|peer| peer.outbox.len()).sum::<usize>()
+	}
+
 	fn next_id(&mut self) -> u64 {
 		self.next_id += 1;
 		self.next_id
