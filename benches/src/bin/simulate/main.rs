@@ -65,7 +65,7 @@ struct GossipArgs {
 	#[arg(long, default_value_t = 1)]
 	seed: u64,
 	/// One-way link latency range, milliseconds: `LOW,HIGH`.
-	#[arg(long, value_delimiter = ',', num_args = 2, default_values_t = [20.0, 200.0])]
+	#[arg(long, value_delimiter = ',', default_values_t = [20.0, 200.0])]
 	latency_ms: Vec<f64>,
 	/// Upload bandwidth of each node, Mbit/s (0: unlimited).
 	#[arg(long, default_value_t = 1000.0)]
@@ -89,6 +89,10 @@ struct GossipArgs {
 	/// Microseconds a node spends checking and storing one statement.
 	#[arg(long, default_value_t = 100.0)]
 	validate_us: f64,
+	/// All nodes share this many cores for their checks, as the `propagation` bench's
+	/// processes share the machine (0: a processor per node).
+	#[arg(long, default_value_t = 0)]
+	shared_cores: usize,
 	#[arg(long, value_enum, default_value_t = Mode::Immediate)]
 	propagation: Mode,
 	/// Seconds for discovery before the load, and after it for stragglers.
@@ -100,6 +104,9 @@ struct GossipArgs {
 	out_peers: usize,
 	#[arg(long, default_value_t = statement_network::DEFAULT_IN_PEERS)]
 	in_peers: usize,
+	/// Boot nodes: every node is told of the first this many, which never leave.
+	#[arg(long, default_value_t = 3)]
+	boot_nodes: u32,
 	/// Publish everything at this node (else at a random live full node).
 	#[arg(long)]
 	origin: Option<u32>,
@@ -117,6 +124,10 @@ fn main() {
 }
 
 fn gossip_runs(args: GossipArgs) {
+	let [low, high] = args.latency_ms[..] else {
+		eprintln!("--latency-ms takes two values, LOW,HIGH");
+		std::process::exit(2);
+	};
 	let modes: Vec<Propagation> = match args.propagation {
 		Mode::Immediate => vec![Propagation::default()],
 		Mode::Reference => vec![Propagation::Reference],
@@ -129,7 +140,7 @@ fn gossip_runs(args: GossipArgs) {
 				let params = Params {
 					nodes,
 					seed: args.seed,
-					latency_ms: (args.latency_ms[0], args.latency_ms[1]),
+					latency_ms: (low, high),
 					upload_mbit: args.upload_mbit,
 					rate,
 					seconds: args.seconds,
@@ -142,9 +153,11 @@ fn gossip_runs(args: GossipArgs) {
 					light_topics: args.light_topics,
 					churn_per_minute: args.churn,
 					validate_us: args.validate_us,
+					shared_cores: args.shared_cores,
 					propagation,
 					out_peers: args.out_peers,
 					in_peers: args.in_peers,
+					boot_nodes: args.boot_nodes,
 					origin: args.origin,
 					watched: args.watch.clone(),
 				};

@@ -148,14 +148,16 @@ impl Network {
 		view
 	}
 
-	/// Nodes of `view` (and `me`) nearer `topic` than `node`.
-	fn nearer(&self, me: u32, view: &[u32], node: u32, topic: u64) -> usize {
-		let d = distance(self.keys[node as usize], topic);
-		let mine = usize::from(me != node && distance(self.keys[me as usize], topic) < d);
-		mine + view
+	/// How far from `topic` the K-th nearest of the nodes `me` knows (itself included) is: a
+	/// node at most this far is, as far as `me` can tell, among the topic's K nearest.
+	fn kth_known(&self, me: u32, topic: u64, k: usize) -> u64 {
+		let mut distances: Vec<u64> = self.views[me as usize]
 			.iter()
-			.filter(|p| **p != node && distance(self.keys[**p as usize], topic) < d)
-			.count()
+			.chain(std::iter::once(&me))
+			.map(|node| distance(self.keys[*node as usize], topic))
+			.collect();
+		let k = k.min(distances.len());
+		*distances.select_nth_unstable(k - 1).1
 	}
 
 	/// The true K nearest live nodes.
@@ -187,27 +189,34 @@ struct LocalRouting<'a> {
 	net: &'a Network,
 	k: usize,
 	gossip_target: usize,
-	keeps: HashMap<(u32, u64), bool>,
+	/// Per (node, topic): [`Network::kth_known`].
+	reach: HashMap<(u32, u64), u64>,
 	targets: HashMap<(u32, u64), Vec<u32>>,
 }
 
 impl<'a> LocalRouting<'a> {
-	fn keeps(&mut self, node: u32, topic: u64) -> bool {
+	fn new(net: &'a Network, k: usize, gossip_target: usize) -> Self {
+		LocalRouting { net, k, gossip_target, reach: HashMap::new(), targets: HashMap::new() }
+	}
+
+	fn reach(&mut self, node: u32, topic: u64) -> u64 {
 		let (net, k) = (self.net, self.k);
-		*self
-			.keeps
-			.entry((node, topic))
-			.or_insert_with(|| net.nearer(node, &net.views[node as usize], node, topic) < k)
+		*self.reach.entry((node, topic)).or_insert_with(|| net.kth_known(node, topic, k))
+	}
+
+	/// Whether the node keeps statements on the topic: it knows fewer than K nodes nearer.
+	fn keeps(&mut self, node: u32, topic: u64) -> bool {
+		distance(self.net.keys[node as usize], topic) <= self.reach(node, topic)
 	}
 
 	/// Connected peers it judges among the K nearest, and up to `gossip_target` connected peers
 	/// nearer than itself (nearest first).
 	fn targets(&mut self, node: u32, topic: u64) -> Vec<u32> {
-		let (net, k, extra) = (self.net, self.k, self.gossip_target);
+		let reach = self.reach(node, topic);
+		let (net, extra) = (self.net, self.gossip_target);
 		self.targets
 			.entry((node, topic))
 			.or_insert_with(|| {
-				let view = &net.views[node as usize];
 				let own = distance(net.keys[node as usize], topic);
 				let mut replicas = Vec::new();
 				let mut nearer = Vec::new();
@@ -215,9 +224,10 @@ impl<'a> LocalRouting<'a> {
 					if !net.alive[*peer as usize] {
 						continue;
 					}
-					if net.nearer(node, view, *peer, topic) < k {
+					let d = distance(net.keys[*peer as usize], topic);
+					if d <= reach {
 						replicas.push(*peer);
-					} else if distance(net.keys[*peer as usize], topic) < own {
+					} else if d < own {
 						nearer.push(*peer);
 					}
 				}
@@ -280,13 +290,7 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 	let mut topic_of = Vec::with_capacity(statements);
 	let (mut messages, mut hops) = (0usize, 0usize);
 	{
-		let mut local = LocalRouting {
-			net: &net,
-			k: args_k,
-			gossip_target,
-			keeps: HashMap::new(),
-			targets: HashMap::new(),
-		};
+		let mut local = LocalRouting::new(&net, args_k, gossip_target);
 		for _ in 0..statements {
 			let topic = topic_keys[zipf.draw(&mut draws)];
 			let origin = draws.below(n) as u32;
@@ -384,13 +388,7 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 			Rule::Local => {
 				// The reference's replay: a holder connected to a newcomer sends it what the
 				// newcomer keeps (by the newcomer's own rule).
-				let mut local = LocalRouting {
-					net: &net,
-					k: args_k,
-					gossip_target,
-					keeps: HashMap::new(),
-					targets: HashMap::new(),
-				};
+				let mut local = LocalRouting::new(&net, args_k, gossip_target);
 				for (s, kept) in holders.iter_mut().enumerate() {
 					let mut received = Vec::new();
 					for holder in kept.iter().filter(|h| net.alive[**h as usize]) {

@@ -28,6 +28,7 @@ impl Histogram {
 		self.max = self.max.max(value);
 	}
 
+	#[cfg(test)]
 	pub fn count(&self) -> u64 {
 		self.total
 	}
