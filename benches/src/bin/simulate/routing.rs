@@ -64,8 +64,12 @@ pub struct Args {
 /// How nodes decide they are among a topic's K nearest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
-	/// From their own list of confirmed peers (the reference's).
+	/// From their own list of confirmed peers (the reference's), statements travelling over
+	/// the gossip connections only.
 	Local,
+	/// The same lists, but the writer sends straight to the K nearest peers it knows (dialling
+	/// them), each keeping it if it counts itself among the K nearest.
+	LocalDial,
 	/// From a lookup that finds the true K nearest live nodes (the proposal).
 	Lookup,
 }
@@ -73,7 +77,8 @@ pub enum Rule {
 /// What a configuration measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Figures {
-	/// Copies of a statement: mean, and the share of statements with fewer than K.
+	/// Copies of a statement on live nodes (after churn: those left and those handed over):
+	/// mean, and the share of statements with fewer than K.
 	pub copies_mean: f64,
 	pub under_k: f64,
 	/// Statements stored on a node as a share of all statements: mean and largest.
@@ -296,6 +301,12 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 			let origin = draws.below(n) as u32;
 			let (kept, sent, depth) = match rule {
 				Rule::Local => local.route(origin, topic),
+				Rule::LocalDial => {
+					let asked = net.nearest_known(origin, topic, args_k);
+					let kept: Vec<u32> =
+						asked.iter().copied().filter(|node| local.keeps(*node, topic)).collect();
+					(kept, asked.len(), 1)
+				}
 				// A lookup walks about log2(n / K) hops, each a message; then one store each.
 				Rule::Lookup => {
 					let steps = ((n as f64 / args_k as f64).log2().ceil().max(0.0)) as usize;
@@ -327,7 +338,7 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 					}
 				};
 				let asks = match rule {
-					Rule::Local => net.nearest_known(reader, topic_of[s], args_k),
+					Rule::Local | Rule::LocalDial => net.nearest_known(reader, topic_of[s], args_k),
 					Rule::Lookup => net.nearest_live(topic_of[s], args_k),
 				};
 				asked += 1;
@@ -385,7 +396,7 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 			}
 		}
 		match rule {
-			Rule::Local => {
+			Rule::Local | Rule::LocalDial => {
 				// The reference's replay: a holder connected to a newcomer sends it what the
 				// newcomer keeps (by the newcomer's own rule).
 				let mut local = LocalRouting::new(&net, args_k, gossip_target);
@@ -418,7 +429,15 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 			as f64 / statements.max(1) as f64;
 		read_loss_churned = read(&net, &holders, &mut draws);
 	}
-	let copies: Vec<usize> = holders.iter().map(Vec::len).collect();
+	// Copies held by live nodes: after churn, those that stayed and those handed over.
+	let copies: Vec<usize> = holders
+		.iter()
+		.map(|kept| {
+			let live: HashSet<u32> =
+				kept.iter().copied().filter(|h| net.alive[*h as usize]).collect();
+			live.len()
+		})
+		.collect();
 	Figures {
 		copies_mean: copies.iter().sum::<usize>() as f64 / statements.max(1) as f64,
 		under_k: copies.iter().filter(|c| **c < args_k.min(n)).count() as f64
@@ -445,7 +464,7 @@ pub fn run(args: Args) {
 		seed: args.seed,
 	};
 	println!(
-		"| nodes | rule | confirmed peers | churn | copies mean | statements under K copies | stored per node mean / max (share of all) | messages per node per statement | hops | read loss | read loss after churn | statements gone after churn | per-node storage at {} B, 1 h at {}/s, mean / max | per-node upload at {}/s |",
+		"| nodes | rule | confirmed peers | churn | live copies mean | statements under K live copies | stored per node mean / max (share of all) | messages per node per statement | hops | read loss | read loss after churn | statements gone after churn | per-node storage at {} B, 1 h at {}/s, mean / max | per-node upload at {}/s |",
 		args.size, args.rate, args.rate
 	);
 	println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -460,8 +479,12 @@ pub fn run(args: Args) {
 			rate(args.rate * args.size as f64 * (2.0 * args.out_peers as f64 - 1.0)),
 		);
 		// A view as large as the network is the whole network.
-		let mut configs: Vec<(Rule, usize)> =
-			args.view.iter().map(|v| (Rule::Local, (*v).min(n - 1))).collect();
+		let views = args.view.iter().map(|v| (*v).min(n - 1));
+		let mut configs: Vec<(Rule, usize)> = views
+			.clone()
+			.map(|v| (Rule::Local, v))
+			.chain(views.map(|v| (Rule::LocalDial, v)))
+			.collect();
 		configs.dedup();
 		configs.push((Rule::Lookup, n));
 		for (rule, view) in configs {
@@ -473,9 +496,10 @@ pub fn run(args: Args) {
 					"| {n} | {} | {} | {:.0}% | {:.1} | {:.1}% | {:.2}% / {:.2}% | {:.3} | {:.1} | {:.2}% | {:.2}% | {:.2}% | {} / {} | {} |",
 					match rule {
 						Rule::Local => "local view (reference)",
+						Rule::LocalDial => "local view, writer dials",
 						Rule::Lookup => "lookup (proposal)",
 					},
-					if rule == Rule::Local { view.to_string() } else { "-".into() },
+					if rule == Rule::Lookup { "-".into() } else { view.to_string() },
 					churn * 100.0,
 					f.copies_mean,
 					f.under_k * 100.0,
