@@ -69,7 +69,8 @@
 //! # The core and its drivers
 //! The protocol is a state machine, [`core::Core`] (and [`peerset::Peerset`] for the slots),
 //! with no sockets, threads or clock of its own: events in, actions out. The litep2p driver
-//! here is one driver; a simulator or another host's network service can run the same core.
+//! here is one driver; `benches`' `simulate` is another, which runs thousands of cores under a
+//! virtual clock (`docs/scaling.md`), and another host's network service could be a third.
 //!
 //! # Running nodes by hand
 //! ```text
