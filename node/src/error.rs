@@ -143,9 +143,7 @@ impl Error {
 	/// is nearly always a second node on the same base path, and the operator should hear so.
 	pub fn opening(err: statement_store::Error, path: PathBuf) -> Error {
 		match err {
-			statement_store::Error::Db(parity_db::Error::Locked(_)) => {
-				Error::DatabaseInUse { path }
-			}
+			statement_store::Error::Locked(_) => Error::DatabaseInUse { path },
 			other => Error::Store(other),
 		}
 	}
@@ -157,14 +155,14 @@ mod tests {
 
 	#[test]
 	fn a_held_lock_reads_as_database_in_use_and_other_db_errors_pass_through() {
-		let locked = statement_store::Error::Db(parity_db::Error::Locked(std::io::Error::other(
+		let locked = statement_store::Error::Locked(std::io::Error::other(
 			"Resource temporarily unavailable",
-		)));
+		));
 		let err = Error::opening(locked, PathBuf::from("/base/chains/dev/statements"));
 		assert!(matches!(err, Error::DatabaseInUse { .. }), "{err:?}");
 		assert!(err.to_string().contains("in use by another process"), "{err}");
 
-		let corrupt = statement_store::Error::Db(parity_db::Error::Corruption("in use".into()));
+		let corrupt = statement_store::Error::Damaged("in use".into());
 		let err = Error::opening(corrupt, PathBuf::from("/base"));
 		assert!(matches!(err, Error::Store(_)), "text is not what decides: {err:?}");
 	}

@@ -17,7 +17,7 @@ use jsonrpsee::{
 	RpcModule,
 };
 use sp_core::{crypto::KeyTypeId, Bytes};
-use statement_rpc::{ensure_unsafe_allowed, INVALID_PARAMS_CODE};
+use statement_rpc::{ensure_unsafe_allowed, invalid_params};
 use std::sync::Arc;
 
 /// Substrate's code for author errors other than the pool's (`BASE_ERROR + 40`).
@@ -49,10 +49,12 @@ fn insert_key(keystore: &Keystore, params: &Params) -> Result<(), ErrorObjectOwn
 	let public: Bytes = param(params, 2, "public key")?;
 	let written = if key_type == STATEMENT {
 		let key = StatementKey::from_suri(&suri).ok_or_else(|| {
-			invalid("the secret URI is not a valid ed25519 secret (statement keys are ed25519)")
+			invalid_params(
+				"the secret URI is not a valid ed25519 secret (statement keys are ed25519)",
+			)
 		})?;
 		if public.0 != key.public() {
-			return Err(invalid(format!(
+			return Err(invalid_params(format!(
 				"the secret URI gives the ed25519 statement key 0x{}, not the public key given \
 				 (0x{})",
 				hex::encode(key.public()),
@@ -90,8 +92,8 @@ fn check_other_key(suri: &str, public: &[u8]) -> Result<(), ErrorObjectOwned> {
 	];
 	match answers {
 		_ if answers.contains(&Some(true)) => Ok(()),
-		[None, None, None] => Err(invalid("the secret URI is not a valid secret URI")),
-		_ => Err(invalid(format!(
+		[None, None, None] => Err(invalid_params("the secret URI is not a valid secret URI")),
+		_ => Err(invalid_params(format!(
 			"the secret URI does not give the public key 0x{} under sr25519, ed25519 or ecdsa",
 			hex::encode(public)
 		))),
@@ -121,14 +123,12 @@ fn param<T: serde::de::DeserializeOwned>(
 ) -> Result<T, ErrorObjectOwned> {
 	let mut sequence = params.sequence();
 	for _ in 0..position {
-		sequence.next::<serde_json::Value>().map_err(|_| invalid(format!("missing {what}")))?;
+		sequence
+			.next::<serde_json::Value>()
+			.map_err(|_| invalid_params(format!("missing {what}")))?;
 	}
 	sequence.next::<T>().map_err(|err| {
 		let detail = err.data().map_or_else(|| err.message().to_string(), |data| data.to_string());
-		invalid(format!("bad {what}: {detail}"))
+		invalid_params(format!("bad {what}: {detail}"))
 	})
-}
-
-fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
-	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
 }

@@ -23,10 +23,8 @@ use jsonrpsee::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 use sp_core::H256;
+use statement_rpc::invalid_params;
 use std::{collections::BTreeMap, sync::Arc};
-
-/// JSON-RPC error code for malformed parameters.
-const INVALID_PARAMS_CODE: i32 = -32602;
 
 /// What the `chain_*`, `state_*` and `system_properties` methods describe: the genesis block
 /// and the chain spec's properties.
@@ -110,18 +108,15 @@ fn block_number(value: &Value) -> Result<Option<u32>, ErrorObjectOwned> {
 		_ => None,
 	};
 	let Some(number) = number else {
-		return Err(invalid(format!(
+		return Err(invalid_params(format!(
 			"bad block number {value}: expected a number or 0x-hex, such as 0 or \"0x0\""
 		)));
 	};
 	u32::try_from(number).map(Some).map_err(|_| {
-		invalid(format!("block number {number} is larger than u32::MAX, the largest there is"))
+		invalid_params(format!(
+			"block number {number} is larger than u32::MAX, the largest there is"
+		))
 	})
-}
-
-/// An invalid-params error saying `message`.
-pub fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
-	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
 }
 
 /// The first parameter, `Value::Null` if there is none.
@@ -130,14 +125,14 @@ fn first_param(params: &Params) -> Result<Value, ErrorObjectOwned> {
 	sequence
 		.optional_next::<Value>()
 		.map(Option::unwrap_or_default)
-		.map_err(|err| invalid(format!("bad parameter: {}", err.message())))
+		.map_err(|err| invalid_params(format!("bad parameter: {}", err.message())))
 }
 
 /// A block hash parameter: `None` when missing or `null` (the best block).
 pub fn block_hash_param(params: &Params) -> Result<Option<H256>, ErrorObjectOwned> {
 	let mut sequence = params.sequence();
 	sequence.optional_next::<H256>().map_err(|_| {
-		invalid("bad block hash: expected 0x-hex of 32 bytes, or null for the best block")
+		invalid_params("bad block hash: expected 0x-hex of 32 bytes, or null for the best block")
 	})
 }
 

@@ -7,25 +7,23 @@
 //! genesis storage does not hold is answered `null`, as Substrate answers it; `:code` is such a
 //! key, since the node runs no runtime.
 
-use super::{
-	chain::{invalid, ChainInfo},
-	runtime::ensure_genesis,
-};
+use super::{chain::ChainInfo, runtime::ensure_genesis};
 use jsonrpsee::{
 	core::RegisterMethodError,
 	types::{ErrorObjectOwned, Params},
 	RpcModule,
 };
 use sp_core::{Bytes, H256};
+use statement_rpc::invalid_params;
 
 /// The key and block parameters: `(key, at)`, `at` missing or `null` for the best block.
 fn key_and_at(params: &Params) -> Result<(Vec<u8>, Option<H256>), ErrorObjectOwned> {
 	let mut sequence = params.sequence();
-	let key: Bytes = sequence
-		.next()
-		.map_err(|_| invalid("bad storage key: expected 0x-hex, such as \"0x3a636f6465\""))?;
+	let key: Bytes = sequence.next().map_err(|_| {
+		invalid_params("bad storage key: expected 0x-hex, such as \"0x3a636f6465\"")
+	})?;
 	let at: Option<H256> = sequence.optional_next().map_err(|_| {
-		invalid("bad block hash: expected 0x-hex of 32 bytes, or null for the best block")
+		invalid_params("bad block hash: expected 0x-hex of 32 bytes, or null for the best block")
 	})?;
 	Ok((key.0, at))
 }

@@ -200,7 +200,8 @@ pub fn ensure_unsafe_allowed(allowed: bool) -> Result<(), ErrorObjectOwned> {
 	))
 }
 
-fn invalid(message: impl Into<String>) -> ErrorObjectOwned {
+/// An invalid-params error (-32602) saying `message`, for this crate's methods and the node's.
+pub fn invalid_params(message: impl Into<String>) -> ErrorObjectOwned {
 	ErrorObjectOwned::owned(INVALID_PARAMS_CODE, message, None::<()>)
 }
 
@@ -436,7 +437,7 @@ async fn start(
 				full @ statement_primitives::Error::TooManySubscriptions { .. } => {
 					too_many_subscriptions(full)
 				}
-				other => invalid(other.to_string()),
+				other => invalid_params(other.to_string()),
 			})?;
 		let mut page = || subscription.next_replay_page(REPLAY_BATCH_BYTES).map_err(store_error);
 		let first = page()?;

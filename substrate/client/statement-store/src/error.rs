@@ -3,9 +3,13 @@
 /// What went wrong opening or using the store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-	/// parity-db refused an operation (its damage reports become [`Error::Damaged`]).
+	/// parity-db refused an operation (its damage reports become [`Error::Damaged`], its held
+	/// lock [`Error::Locked`]).
 	#[error("database error: {0}")]
 	Db(parity_db::Error),
+	/// The database is open elsewhere: nearly always a second node on the same base path.
+	#[error("database is in use by another process: {0}")]
+	Locked(std::io::Error),
 	/// The database directory holds data this build cannot read.
 	#[error("database at {path} has schema version {found}; this build reads versions up to {supported}. Nothing was changed; use a newer build.")]
 	NewerSchema {
@@ -95,6 +99,7 @@ impl From<parity_db::Error> for Error {
 	fn from(err: parity_db::Error) -> Self {
 		match err {
 			parity_db::Error::Corruption(detail) => Error::Damaged(detail),
+			parity_db::Error::Locked(err) => Error::Locked(err),
 			other => Error::Db(other),
 		}
 	}
