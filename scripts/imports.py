@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Which files of a crate depend on which: every `crate::`, `super::` and `self::` path in
+every line (use trees, inline paths, doc links excluded), resolved to the file that defines
+the module it names.
+
+Prints, for each crate directory given (default: the store crate):
+- files, and imports between distinct files;
+- imports that point up (to a file whose module is an ancestor of the importer's);
+- circles: groups of files that reach each other, each with one path round it;
+- files over 600 lines.
+
+Exits 1 if it finds a circle and `--no-circles` was given, so CI can hold the line once it is
+reached (issue 32).
+
+    python3 scripts/imports.py substrate/client/statement-store [--no-circles]
+"""
+
+import os
+import re
+import sys
+
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def module_files(src):
+    """{module path tuple: file} for every .rs file under src."""
+    files = {}
+    for root, _, names in os.walk(src):
+        for name in names:
+            if not name.endswith(".rs"):
+                continue
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, src)[:-3].split(os.sep)
+            if rel[-1] in ("lib", "main", "mod"):
+                rel = rel[:-1]
+            files[tuple(rel)] = path
+    return files
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return "\n".join(line.split("//")[0] for line in text.splitlines())
+
+
+def expand_tree(tree):
+    """`a::{b, c::{d, e}}` -> [a::b, a::c::d, a::c::e] (`self` items name the prefix)."""
+    tree = tree.strip()
+    depth = 0
+    for i, ch in enumerate(tree):
+        if ch == "{":
+            if depth == 0:
+                prefix = tree[:i].rstrip(":").strip()
+                inner = tree[i + 1 : tree.rindex("}")]
+                parts, level, start = [], 0, 0
+                for j, c in enumerate(inner):
+                    if c == "{":
+                        level += 1
+                    elif c == "}":
+                        level -= 1
+                    elif c == "," and level == 0:
+                        parts.append(inner[start:j])
+                        start = j + 1
+                parts.append(inner[start:])
+                out = []
+                for part in parts:
+                    part = part.strip()
+                    if not part:
+                        continue
+                    for sub in expand_tree(part):
+                        if sub == "self":
+                            out.append(prefix)
+                        else:
+                            out.append(f"{prefix}::{sub}" if prefix else sub)
+                return out
+            depth += 1
+    return [tree.split(" as ")[0].strip()]
+
+
+def paths_in(text):
+    """Every path starting with crate, super or self in the file's code."""
+    code = strip_comments(text)
+    found = []
+    for match in re.finditer(r"\buse\s+([^;]+);", code):
+        found.extend(expand_tree(match.group(1)))
+    code_without_uses = re.sub(r"\buse\s+[^;]+;", "", code)
+    for match in re.finditer(rf"\b((?:crate|super|self)(?:::{IDENT})+)", code_without_uses):
+        found.append(match.group(1))
+    return [p for p in found if p.split("::")[0] in ("crate", "super", "self")]
+
+
+def resolve(path, module, files):
+    """The module file a path names: the longest prefix that is a module of the crate."""
+    parts = path.split("::")
+    if parts[0] == "crate":
+        base, rest = (), parts[1:]
+    else:
+        base = list(module)
+        rest = parts
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+        base = tuple(base)
+    best = base if base in files else None
+    for i in range(1, len(rest) + 1):
+        candidate = base + tuple(rest[:i])
+        if candidate in files:
+            best = candidate
+    return best
+
+
+def circles(graph):
+    """Strongly connected groups of more than one file (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def cycle_in(group, graph):
+    """One path round a group, for the report."""
+    members = set(group)
+    start = group[0]
+    path, seen = [start], {start}
+    while True:
+        nxt = next((w for w in sorted(graph[path[-1]]) if w in members and (w == start or w not in seen)), None)
+        if nxt is None or nxt == start:
+            return path + [start]
+        path.append(nxt)
+        seen.add(nxt)
+
+
+def report(crate):
+    src = os.path.join(crate, "src")
+    files = module_files(src)
+    graph = {module: set() for module in files}
+    imports = up = 0
+    for module, path in sorted(files.items()):
+        text = open(path, encoding="utf-8").read()
+        targets = set()
+        for found in paths_in(text):
+            target = resolve(found, module, files)
+            if target is not None and target != module:
+                targets.add(target)
+        for target in targets:
+            imports += 1
+            graph[module].add(target)
+            if module[: len(target)] == target:
+                up += 1
+    name = lambda m: "::".join(m) or "lib"
+    groups = circles(graph)
+    long = sorted(
+        (sum(1 for _ in open(p, encoding="utf-8")), os.path.relpath(p, crate)) for p in files.values()
+    )
+    long = [(n, p) for n, p in long if n > 600]
+    print(f"{crate}: {len(files)} files, {imports} imports between files, {up} pointing up, {len(groups)} circles")
+    for group in groups:
+        members = ", ".join(name(m) for m in group)
+        path = " -> ".join(name(m) for m in cycle_in(group, graph))
+        print(f"  circle of {len(group)} ({members}): {path}")
+    for n, p in long:
+        print(f"  {p}: {n} lines")
+    return groups
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    strict = "--no-circles" in sys.argv
+    crates = args or ["substrate/client/statement-store"]
+    found = False
+    for crate in crates:
+        found |= bool(report(crate))
+    if strict and found:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
