@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Which files of a crate depend on which: every `crate::`, `super::` and `self::` path in
-every line (use trees, inline paths, doc links excluded), resolved to the file that defines
-the module it names.
+"""Which files of a crate depend on which: every path in every line (use trees and inline
+paths; comments and doc links excluded) that names a module of the crate (`crate::`, `super::`,
+`self::`, or a child module's name outside the crate root, whose child paths are its facade),
+resolved to the file that defines the module it names.
 
 Prints, for each crate directory given (default: the store crate):
 - files, and imports between distinct files;
@@ -77,15 +78,15 @@ def expand_tree(tree):
 
 
 def paths_in(text):
-    """Every path starting with crate, super or self in the file's code."""
+    """Every path in the file's code: use trees and inline paths (`a::b`, not `x.a::b`)."""
     code = strip_comments(text)
     found = []
     for match in re.finditer(r"\buse\s+([^;]+);", code):
         found.extend(expand_tree(match.group(1)))
     code_without_uses = re.sub(r"\buse\s+[^;]+;", "", code)
-    for match in re.finditer(rf"\b((?:crate|super|self)(?:::{IDENT})+)", code_without_uses):
+    for match in re.finditer(rf"(?<![:\w.])({IDENT}(?:::{IDENT})+)", code_without_uses):
         found.append(match.group(1))
-    return [p for p in found if p.split("::")[0] in ("crate", "super", "self")]
+    return found
 
 
 def resolve(path, module, files):
@@ -93,6 +94,12 @@ def resolve(path, module, files):
     parts = path.split("::")
     if parts[0] == "crate":
         base, rest = (), parts[1:]
+    elif parts[0] not in ("super", "self"):
+        # A path from this module: to a child module, else to another crate (not followed).
+        # The crate root's are its facade (`pub use` of what its parts define), not edges.
+        base, rest = tuple(module), parts
+        if not base or base + (rest[0],) not in files:
+            return None
     else:
         base = list(module)
         rest = parts

@@ -100,6 +100,17 @@ pub fn allow_unsafe(methods: RpcMethods, addr: &SocketAddr) -> bool {
 	}
 }
 
+impl ChainInfo {
+	/// The module with the `chain_*`, `state_*` and `system_properties` methods.
+	pub fn into_module(self) -> Result<RpcModule<ChainInfo>, jsonrpsee::core::RegisterMethodError> {
+		let mut module = RpcModule::new(self);
+		chain::register(&mut module)?;
+		runtime::register(&mut module)?;
+		storage::register(&mut module)?;
+		Ok(module)
+	}
+}
+
 /// The full set of methods the node serves; an error if two of them share a name.
 pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> {
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);

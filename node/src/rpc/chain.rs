@@ -10,7 +10,6 @@
 //! head subscriptions send the genesis header once and then nothing, as a node whose chain
 //! never grows would.
 
-use super::{runtime, storage};
 use crate::{
 	chain_spec::{ChainSpec, GenesisHeader},
 	error::Error,
@@ -75,18 +74,6 @@ impl ChainInfo {
 		at.is_none_or(|hash| hash == self.genesis_hash)
 	}
 
-	/// The module with the `chain_*`, `state_*` and `system_properties` methods.
-	pub fn into_module(self) -> Result<RpcModule<ChainInfo>, RegisterMethodError> {
-		let mut module = RpcModule::new(self);
-		register_chain(&mut module)?;
-		runtime::register(&mut module)?;
-		storage::register(&mut module)?;
-		module.register_method("system_properties", |_, info, _| {
-			Ok::<_, ErrorObjectOwned>(info.properties.clone())
-		})?;
-		Ok(module)
-	}
-
 	/// The hash of block `number`: genesis for 0 (and for "best", `null`), `null` for others.
 	fn block_hash(&self, number: &Value) -> Result<Option<H256>, ErrorObjectOwned> {
 		match block_number(number)? {
@@ -136,7 +123,11 @@ pub fn block_hash_param(params: &Params) -> Result<Option<H256>, ErrorObjectOwne
 	})
 }
 
-fn register_chain(module: &mut RpcModule<ChainInfo>) -> Result<(), RegisterMethodError> {
+/// Register the `chain_*` methods and `system_properties`.
+pub fn register(module: &mut RpcModule<ChainInfo>) -> Result<(), RegisterMethodError> {
+	module.register_method("system_properties", |_, info, _| {
+		Ok::<_, ErrorObjectOwned>(info.properties.clone())
+	})?;
 	module.register_method("chain_getBlockHash", |params, info, _| {
 		// Substrate takes one number or a list of them, and answers in the same shape.
 		match first_param(&params)? {

@@ -16,8 +16,8 @@ use fastbloom::{BloomFilter, DefaultHasher};
 use statement_primitives::Topic;
 use std::hash::{BuildHasher, Hasher};
 
-/// Most bits a filter may have: 8 Mi, a full notification's worth.
-pub const MAX_BITS: usize = crate::wire::MAX_NOTIFICATION_SIZE * 8;
+/// Most bits a filter may have: 8 Mi, a full notification's worth (`wire` checks the two agree).
+pub const MAX_BITS: usize = 1024 * 1024 * 8;
 
 /// Most hash functions a filter may use.
 pub const MAX_HASHES: u32 = 64;

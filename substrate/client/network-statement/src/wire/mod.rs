@@ -16,6 +16,9 @@ use statement_primitives::Statement;
 /// Largest notification: 1 MiB, upstream's `MAX_STATEMENT_NOTIFICATION_SIZE`.
 pub const MAX_NOTIFICATION_SIZE: usize = 1024 * 1024;
 
+// A filter may fill a notification and no more.
+const _: () = assert!(crate::affinity::MAX_BITS == MAX_NOTIFICATION_SIZE * 8);
+
 /// Smallest encoding a valid statement can have: a length prefix, a proof and an expiry.
 pub const MIN_ENCODED_STATEMENT: usize = 108;
 
