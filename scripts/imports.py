@@ -23,10 +23,11 @@ import sys
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
-def module_files(src):
-    """{module path tuple: file} for every .rs file under src."""
+def module_files(src, skip=()):
+    """{module path tuple: file} for every .rs file under src (but the `skip` folders)."""
     files = {}
-    for root, _, names in os.walk(src):
+    for root, dirs, names in os.walk(src):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in skip]
         for name in names:
             if not name.endswith(".rs"):
                 continue
@@ -163,8 +164,26 @@ def cycle_in(group, graph):
 
 
 def report(crate):
+    """Each crate target under `crate`: the library (`src/`), and each binary in `src/bin/`,
+    which is a crate of its own."""
     src = os.path.join(crate, "src")
-    files = module_files(src)
+    bins = os.path.join(src, "bin")
+    targets = [(crate, module_files(src, skip=(bins,)))]
+    if os.path.isdir(bins):
+        for entry in sorted(os.listdir(bins)):
+            path = os.path.join(bins, entry)
+            if os.path.isdir(path):
+                targets.append((path, module_files(path)))
+            elif entry.endswith(".rs"):
+                targets.append((path, {(): path}))
+    groups = []
+    for label, files in targets:
+        if files:
+            groups += report_target(label, files)
+    return groups
+
+
+def report_target(crate, files):
     graph = {module: set() for module in files}
     imports = up = 0
     for module, path in sorted(files.items()):
@@ -182,7 +201,7 @@ def report(crate):
     name = lambda m: "::".join(m) or "lib"
     groups = circles(graph)
     long = sorted(
-        (sum(1 for _ in open(p, encoding="utf-8")), os.path.relpath(p, crate)) for p in files.values()
+        (sum(1 for _ in open(p, encoding="utf-8")), p) for p in files.values()
     )
     long = [(n, p) for n, p in long if n > 600]
     print(f"{crate}: {len(files)} files, {imports} imports between files, {up} pointing up, {len(groups)} circles")
