@@ -137,7 +137,8 @@ fn a_second_store_on_the_same_directory_is_refused_while_the_first_is_open() {
 	let clock = TestClock::new();
 	let _first = open(dir.path(), &clock);
 	let err = Store::open(config(dir.path(), &clock), allowances(1, 1)).err().unwrap();
-	assert!(matches!(err, Error::Db(_)), "{err}");
+	assert!(matches!(err, Error::Locked(_)), "{err:?}");
+	assert!(err.to_string().contains("in use by another process"), "{err}");
 }
 
 #[test]

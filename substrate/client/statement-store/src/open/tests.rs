@@ -624,16 +624,3 @@ fn a_snapshot_is_checked_against_statements_past_a_long_removed_run() {
 		assert!(!store.has_statement(&signed(n, None).hash()), "{n}");
 	}
 }
-
-#[test]
-fn a_database_open_elsewhere_is_refused_as_locked() {
-	let dir = tempfile::tempdir().unwrap();
-	let _first = open(dir.path()).unwrap();
-	match open(dir.path()) {
-		Err(err @ Error::Locked(_)) => {
-			assert!(err.to_string().contains("in use by another process"), "{err}")
-		}
-		Err(other) => panic!("expected Locked, got {other:?}"),
-		Ok(_) => panic!("the same database opened twice"),
-	}
-}
