@@ -5,7 +5,8 @@
 //! exists only so that every figure can be reported as a ratio measured in one run.
 //!
 //! The harnesses that run the real node share [`node`] (a child process with a chain spec of
-//! unlimited allowances), [`client`] (JSON-RPC over HTTP or a WebSocket) and [`latency`].
+//! unlimited allowances), [`client`] (JSON-RPC over HTTP or a WebSocket) and [`latency`];
+//! [`random`] gives `crash_load` and `simulate` draws that one seed repeats.
 
 pub mod baseline;
 pub mod client;
@@ -13,4 +14,5 @@ pub mod fill;
 pub mod fixture;
 pub mod latency;
 pub mod node;
+pub mod random;
 pub mod workload;

@@ -33,6 +33,7 @@ use load::Outcome;
 use statement_store_benches::{
 	client::{Client, Transport},
 	node::{self, Launch},
+	random::Rng,
 };
 use std::{
 	ops::Range,
@@ -105,19 +106,6 @@ impl Args {
 /// `text` as the number option `arg` needs.
 fn number<T: std::str::FromStr>(arg: &str, text: String) -> Result<T, String> {
 	text.parse().map_err(|_| format!("{arg}: {text:?} is not a valid number"))
-}
-
-/// splitmix64: the kill moments, repeatable from `--seed`.
-struct Rng(u64);
-
-impl Rng {
-	fn next_unit(&mut self) -> f64 {
-		self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-		let mut z = self.0;
-		z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-		z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-		((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-	}
 }
 
 /// One round's figures.
@@ -216,7 +204,7 @@ async fn run(args: Args) -> Result<bool, String> {
 	let launch = Launch { binary, base_path: dir.path().join("base"), chain_spec };
 	let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
 	let expiry = u32::try_from(now + 2 * 24 * 3600).unwrap_or(u32::MAX);
-	let mut rng = Rng(args.seed);
+	let mut rng = Rng::new(args.seed);
 
 	println!(
 		"node {}, base path {}, seed {}, {} clients ({} HTTP, {} WebSocket), {} rounds, kill \
@@ -261,9 +249,7 @@ async fn run(args: Args) -> Result<bool, String> {
 			tasks.push(tokio::spawn(load::run(client, queue, stop.clone())));
 		}
 		let mut round = Round {
-			kill_after: Duration::from_secs_f64(
-				args.seconds_per_round * (0.1 + 0.9 * rng.next_unit()),
-			),
+			kill_after: Duration::from_secs_f64(args.seconds_per_round * (0.1 + 0.9 * rng.unit())),
 			..Round::default()
 		};
 		tokio::time::sleep(round.kill_after).await;

@@ -16,7 +16,6 @@
 //! and prints storage, bandwidth and loss against full replication; see `docs/scaling.md`.
 
 mod gossip;
-mod random;
 mod routing;
 mod stats;
 

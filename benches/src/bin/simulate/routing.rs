@@ -20,7 +20,7 @@
 //! go, new nodes (with a view of their connections and one walk) join, and the old nodes' views
 //! keep the departed.
 
-use crate::random::{Rng, Zipf};
+use statement_store_benches::random::{Rng, Zipf};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 #[derive(clap::Args)]
@@ -178,6 +178,17 @@ impl Network {
 		live
 	}
 
+	/// [`Network::nearest_live`], kept in `memo` while the network does not change: every
+	/// statement and reader of a topic asks the same.
+	fn nearest_live_memo<'m>(
+		&self,
+		memo: &'m mut HashMap<u64, Vec<u32>>,
+		topic: u64,
+		k: usize,
+	) -> &'m [u32] {
+		memo.entry(topic).or_insert_with(|| self.nearest_live(topic, k))
+	}
+
 	/// The K nearest of a node's view (itself included), as its reader asks.
 	fn nearest_known(&self, me: u32, topic: u64, k: usize) -> Vec<u32> {
 		let mut known = self.views[me as usize].clone();
@@ -296,6 +307,7 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 	let (mut messages, mut hops) = (0usize, 0usize);
 	{
 		let mut local = LocalRouting::new(&net, args_k, gossip_target);
+		let mut nearest = HashMap::new();
 		for _ in 0..statements {
 			let topic = topic_keys[zipf.draw(&mut draws)];
 			let origin = draws.below(n) as u32;
@@ -310,7 +322,8 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 				// A lookup walks about log2(n / K) hops, each a message; then one store each.
 				Rule::Lookup => {
 					let steps = ((n as f64 / args_k as f64).log2().ceil().max(0.0)) as usize;
-					(net.nearest_live(topic, args_k), steps * 3 + args_k, steps + 1)
+					let found = net.nearest_live_memo(&mut nearest, topic, args_k).to_vec();
+					(found, steps * 3 + args_k, steps + 1)
 				}
 			};
 			messages += sent;
@@ -327,6 +340,7 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 	}
 	let read = |net: &Network, holders: &[Vec<u32>], rng: &mut Rng| {
 		let (mut asked, mut missed) = (0usize, 0usize);
+		let mut nearest = HashMap::new();
 		for (s, kept) in holders.iter().enumerate() {
 			let live: HashSet<u32> =
 				kept.iter().copied().filter(|h| net.alive[*h as usize]).collect();
@@ -339,7 +353,9 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 				};
 				let asks = match rule {
 					Rule::Local | Rule::LocalDial => net.nearest_known(reader, topic_of[s], args_k),
-					Rule::Lookup => net.nearest_live(topic_of[s], args_k),
+					Rule::Lookup => {
+						net.nearest_live_memo(&mut nearest, topic_of[s], args_k).to_vec()
+					}
 				};
 				asked += 1;
 				if !asks.iter().any(|node| live.contains(node)) {
@@ -388,9 +404,11 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 		// Old nodes learn of some newcomers (in proportion to their view), and keep the departed.
 		for node in 0..first_new {
 			let learn = ((view.min(n) as f64 / n as f64) * leaving as f64).round() as usize;
+			// Its view holds no newcomer yet: only those learned here can repeat.
+			let mut learned = HashSet::new();
 			for _ in 0..learn {
 				let newcomer = (first_new + draws.below(leaving)) as u32;
-				if !net.views[node].contains(&newcomer) {
+				if learned.insert(newcomer) {
 					net.views[node].push(newcomer);
 				}
 			}
@@ -418,9 +436,10 @@ pub fn measure(model: &Model, n: usize, rule: Rule, view: usize, churn: f64) -> 
 			Rule::Lookup => {
 				// Holders hand over to the new K nearest; a statement whose K holders all left
 				// is gone.
+				let mut nearest = HashMap::new();
 				for (s, kept) in holders.iter_mut().enumerate() {
 					if kept.iter().any(|h| net.alive[*h as usize]) {
-						*kept = net.nearest_live(topic_of[s], args_k);
+						*kept = net.nearest_live_memo(&mut nearest, topic_of[s], args_k).to_vec();
 					}
 				}
 			}

@@ -31,16 +31,14 @@ mod links;
 mod measure;
 mod node;
 
-use crate::{
-	random::{pair_unit, Rng, Zipf},
-	stats::Histogram,
-};
+use crate::stats::Histogram;
 use node::{Node, Published};
 use statement_network::{
 	core::{Action, Core, Event, SendOutcome},
 	Propagation,
 };
 use statement_primitives::{hash_encoded, Encoded, Hash, Statement, StatementsPage, Topic};
+use statement_store_benches::random::{pair_unit, Rng, Zipf};
 use std::{
 	cmp::Reverse,
 	collections::{BTreeMap, BinaryHeap, HashMap},
@@ -247,6 +245,8 @@ pub struct Sim {
 	statements: Vec<Published>,
 	index: Arc<HashMap<Hash, u32>>,
 	kad: BTreeMap<u64, u32>,
+	/// Topic popularity, for the load and for light nodes' topics.
+	zipf: Zipf,
 	/// Every statement's encoding length and where its index lies in it (see `links::Payload`).
 	layout: Option<(usize, usize)>,
 	/// When each shared core comes free (empty: a processor per node).
@@ -319,6 +319,7 @@ impl Sim {
 			index,
 			statements,
 			kad: BTreeMap::new(),
+			zipf,
 			layout,
 			cores: vec![0; params.shared_cores],
 			link_seed: rng.next(),

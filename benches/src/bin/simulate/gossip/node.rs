@@ -1,7 +1,6 @@
 //! A simulated node: its store, its state beside the core, and nodes coming and going.
 
 use super::{links::FIRST_WALK, time, topic, Ev, Sim, SECOND};
-use crate::random::Zipf;
 use parking_lot::Mutex;
 use statement_network::{
 	affinity::AffinityFilter,
@@ -125,9 +124,8 @@ impl Sim {
 		let light = id >= self.params.boot_nodes && rng.unit() < self.params.light_share;
 		let mut wants = Vec::new();
 		if light {
-			let zipf = Zipf::new(self.params.topics, self.params.zipf);
 			while wants.len() < self.params.light_topics.min(self.params.topics) {
-				let topic = zipf.draw(&mut rng) as u32;
+				let topic = self.zipf.draw(&mut rng) as u32;
 				if !wants.contains(&topic) {
 					wants.push(topic);
 				}

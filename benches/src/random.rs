@@ -1,10 +1,12 @@
-//! Repeatable randomness: one seed gives one run.
+//! Repeatable randomness for the harnesses: one seed gives one run (crash_load's kill moments,
+//! the simulator's networks and loads).
 
 /// SplitMix64: small, fast, and the same sequence for the same seed on every machine.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
 impl Rng {
+	/// A generator started at `seed`.
 	pub fn new(seed: u64) -> Self {
 		Rng(seed)
 	}
@@ -15,6 +17,8 @@ impl Rng {
 		Rng(self.next() ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 	}
 
+	/// The next 64 random bits.
+	#[allow(clippy::should_implement_trait)]
 	pub fn next(&mut self) -> u64 {
 		self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
 		let mut z = self.0;
@@ -53,6 +57,7 @@ pub struct Zipf {
 }
 
 impl Zipf {
+	/// Ranks `1..=n` with this exponent.
 	pub fn new(n: usize, exponent: f64) -> Self {
 		let mut total = 0.0;
 		let cumulative = (1..=n.max(1))
