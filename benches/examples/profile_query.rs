@@ -3,7 +3,8 @@
 //! MatchAll of `compare` (n / 100 statements) or, given `1` as the last argument, its 1-topic
 //! query (n / 10); given `hash`, `statement(hash)` over every statement in turn (each
 //! looked up once per pass, as `compare` does, so that the body cache rarely holds it); given
-//! `dump`, `statements()`.
+//! `dump`, `statements()`; given `cold`, the 2-topic query after dropping our caches each
+//! time (`compare`'s cold figure; the baseline has no caches to drop).
 //!
 //! ```sh
 //! cargo build --release -p statement-store-benches --example profile_query
@@ -11,6 +12,7 @@
 //! target/release/examples/profile_query ours 200000 10 1
 //! target/release/examples/profile_query ours 200000 10 hash
 //! target/release/examples/profile_query ours 200000 10 dump
+//! target/release/examples/profile_query ours 200000 10 cold
 //! ```
 
 use statement_store_benches::{fixture, workload};
@@ -23,6 +25,7 @@ fn main() {
 	let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
 	let mode = args.next();
 	let one_topic = mode.as_deref() == Some("1");
+	let cold = mode.as_deref() == Some("cold");
 	let keys = fixture::keys();
 	let signed = workload::signed(0, n, &keys);
 	let hashes: Vec<_> = signed.iter().map(|statement| statement.hash()).collect();
@@ -55,6 +58,9 @@ fn main() {
 	}
 	while start.elapsed() < Duration::from_secs(seconds) {
 		for _ in 0..10 {
+			if cold {
+				pair.ours.clear_cache();
+			}
 			std::hint::black_box(store.broadcasts(&topics).expect("query"));
 		}
 		queries += 10;

@@ -501,11 +501,11 @@ impl<'a> Batch<'a> {
 			inner.keyed.store(true, std::sync::atomic::Ordering::Relaxed);
 		}
 		for (hash, id) in &self.removed {
-			inner.membership.remove(hash);
+			inner.membership.remove(hash, *id);
 			inner.bodies.remove(*id);
 		}
-		for (hash, _, _) in &self.added {
-			inner.membership.insert(hash);
+		for (hash, record, _) in &self.added {
+			inner.membership.insert(hash, record.id);
 		}
 		inner.subscriptions.notify(self.added);
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);

@@ -9,6 +9,10 @@
 //! lock shared and leave recency alone; every [`PROMOTE_EVERY`]th lookup a thread makes also
 //! refreshes recency. Counting on the thread, not the shard, keeps concurrent queries from
 //! writing to shared memory.
+//!
+//! Each body is kept with its statement's hash (read from the body, see
+//! `schema::body_value`), so that a lookup by hash is answered from memory too: the
+//! membership set names the id, the kept hash confirms it is the statement asked for.
 
 use crate::{
 	limit::{ByteLimit, Weigh},
@@ -16,6 +20,7 @@ use crate::{
 };
 use parking_lot::RwLock;
 use schnellru::LruMap;
+use statement_primitives::Hash;
 use std::{cell::Cell, sync::Arc};
 
 const SHARDS: usize = 64;
@@ -27,14 +32,21 @@ thread_local! {
 	static LOOKUPS: Cell<u64> = const { Cell::new(0) };
 }
 
-impl Weigh for Arc<[u8]> {
+/// A kept body and its statement's hash.
+#[derive(Clone)]
+struct Entry {
+	body: Arc<[u8]>,
+	hash: Hash,
+}
+
+impl Weigh for Entry {
 	fn weight(&self) -> usize {
-		BodyCache::weight(self)
+		BodyCache::weight(&self.body)
 	}
 }
 
 #[repr(align(128))]
-struct Shard(RwLock<LruMap<Id, Arc<[u8]>, ByteLimit>>);
+struct Shard(RwLock<LruMap<Id, Entry, ByteLimit>>);
 
 /// See the module documentation.
 pub struct BodyCache {
@@ -69,13 +81,27 @@ impl BodyCache {
 		self.bytes
 	}
 
-	/// What keeping `body` costs against the budget.
+	/// What keeping `body` (and its hash) costs against the budget.
 	pub fn weight(body: &[u8]) -> usize {
-		body.len() + ENTRY_OVERHEAD
+		body.len() + ENTRY_OVERHEAD + 32
 	}
 
 	/// The cached body of `id`.
 	pub fn get(&self, id: Id) -> Option<Arc<[u8]>> {
+		self.get_entry(id).map(|entry| entry.body)
+	}
+
+	/// The cached body of `id` if it is the body of `hash`.
+	pub fn get_hashed(&self, id: Id, hash: &Hash) -> Option<Arc<[u8]>> {
+		self.get_entry(id).filter(|entry| entry.hash == *hash).map(|entry| entry.body)
+	}
+
+	/// The cached body of `id` and its statement's hash.
+	pub fn get_with_hash(&self, id: Id) -> Option<(Arc<[u8]>, Hash)> {
+		self.get_entry(id).map(|entry| (entry.body, entry.hash))
+	}
+
+	fn get_entry(&self, id: Id) -> Option<Entry> {
 		let shard = self.shard(id);
 		let found = shard.0.read().peek(&id).cloned()?;
 		let lookups = LOOKUPS.with(|count| {
@@ -90,17 +116,10 @@ impl BodyCache {
 		Some(found)
 	}
 
-	/// Keep `body`, just read from disk.
-	pub fn insert(&self, id: Id, body: &[u8]) {
+	/// Keep `body`, just read from disk and checked to be the body of `hash`.
+	pub fn insert(&self, id: Id, body: Arc<[u8]>, hash: Hash) {
 		if self.enabled {
-			self.insert_shared(id, Arc::from(body));
-		}
-	}
-
-	/// Keep `body`, already shared.
-	pub fn insert_shared(&self, id: Id, body: Arc<[u8]>) {
-		if self.enabled {
-			self.shard(id).0.write().insert(id, body);
+			self.shard(id).0.write().insert(id, Entry { body, hash });
 		}
 	}
 
@@ -126,22 +145,31 @@ impl BodyCache {
 mod tests {
 	use super::*;
 
+	fn insert(cache: &BodyCache, id: Id, body: &[u8]) {
+		cache.insert(id, Arc::from(body), [id as u8; 32]);
+	}
+
 	#[test]
 	fn bodies_are_served_kept_within_budget_and_forgotten_on_removal() {
 		let cache = BodyCache::new(SHARDS * 1000);
-		cache.insert(1, &[7; 100]);
+		insert(&cache, 1, &[7; 100]);
 		assert_eq!(cache.get(1).as_deref(), Some(&[7u8; 100][..]));
 		assert!(cache.get(2).is_none());
 		for id in 0..10_000 {
-			cache.insert(id, &[1; 200]);
+			insert(&cache, id, &[1; 200]);
 		}
 		assert!(cache.used_bytes() <= SHARDS * 1000, "{}", cache.used_bytes());
 		assert!(cache.get(9_999).is_some(), "the newest body is kept");
 		cache.remove(9_999);
 		assert!(cache.get(9_999).is_none());
 		let off = BodyCache::new(0);
-		off.insert(1, &[1]);
+		insert(&off, 1, &[1]);
 		assert!(off.get(1).is_none());
+		// Found by its own hash only.
+		cache.insert(5, Arc::from(&[3u8; 10][..]), [9; 32]);
+		assert_eq!(cache.get_hashed(5, &[9; 32]).as_deref(), Some(&[3u8; 10][..]));
+		assert!(cache.get_hashed(5, &[8; 32]).is_none());
+		assert_eq!(cache.get_with_hash(5).map(|(_, hash)| hash), Some([9; 32]));
 	}
 
 	#[test]
@@ -168,7 +196,7 @@ mod tests {
 			for &id in &ids {
 				if cache.get(id).is_none() {
 					assert_eq!(round, 0, "body {id} was evicted by its own scan");
-					cache.insert(id, &body);
+					insert(&cache, id, &body);
 				}
 			}
 		}

@@ -141,15 +141,25 @@ fn check_statement(db: &parity_db::Db, id: Id, report: &mut CheckReport) -> Resu
 	};
 	// The full hash, whatever the body's check says; then the check too.
 	let stored_body = StoredBody::of(value);
-	let claimed = match &stored_body {
-		StoredBody::Checked { check, encoding } => Some(StoredBody::claimed(*check, encoding)),
-		StoredBody::Unchecked(_) => None,
+	let (sound, claimed) = match &stored_body {
+		StoredBody::Hashed { sound, hash, .. } => (*sound, Some(schema::fingerprint(hash))),
+		StoredBody::Checked { check, encoding } => {
+			(true, Some(StoredBody::claimed(*check, encoding)))
+		}
+		StoredBody::Unchecked(_) => (true, None),
 	};
+	let held = stored_body.stored_hash();
 	let body = stored_body.encoding();
 	let hash = hash_encoded(&body);
-	if claimed.is_some_and(|claimed| claimed != schema::fingerprint(&hash)) {
+	if !sound || claimed.is_some_and(|claimed| claimed != schema::fingerprint(&hash)) {
 		report
 			.problem(format!("statement {id}: its body does not match its hash (its check fails)"));
+		return Ok(None);
+	}
+	if held.is_some_and(|held| held != hash) {
+		report.problem(format!(
+			"statement {id}: its body does not match its hash (it holds another statement's)"
+		));
 		return Ok(None);
 	}
 	let Some(stored) = db.get(schema::COL_HASH, &hash)? else {

@@ -1,9 +1,11 @@
 //! Which hashes the store holds, answered from memory for every gossiped statement.
 //!
-//! Keeps a 64-bit fingerprint of each hash (its first 8 bytes, big-endian). A hash that is not
-//! stored is reported as stored only if it shares its fingerprint with a stored one: about
-//! n / 2^64, 2e-13 at 4M statements. The set is a multiset, so removing one of two hashes that
-//! share a fingerprint does not hide the other.
+//! Keeps a 64-bit fingerprint of each hash (its first 8 bytes, big-endian) and the statement's
+//! id beside it. A hash that is not stored is reported as stored only if it shares its
+//! fingerprint with a stored one: about n / 2^64, 2e-13 at 4M statements. The set is a
+//! multiset, so removing one of two hashes that share a fingerprint does not hide the other.
+//! The ids make a lookup by hash one read: the set gives the id, the body (which holds its
+//! hash, see `schema::body_value`) confirms it.
 //!
 //! Layout, for few memory accesses a lookup: 64 shards, each behind its own lock, each a
 //! table of fingerprints in ascending order with gaps ("ordered linear probing"), and beside
@@ -12,19 +14,21 @@
 //! table's size; it sits at its home or a little after it, with no gap between, so a lookup
 //! reads the tags from the home slot to the next gap (usually a few bytes of one cache line)
 //! and a slot only where the tag matches: a hash that is not stored usually costs one read
-//! of the tags, which are an eighth of the memory and so far more often in the CPU's caches
-//! and TLB; a stored one costs that and its slot. (The set was
-//! 65,536 sorted buckets before: a bucket header, then the bucket, then a binary search in
-//! it, each a cache miss once the set no longer fits the caches, which is most of the time
-//! in a node streaming bodies.) Tables are kept between 75% and 85% full, so the set takes
-//! about 11 bytes a statement, 45 MiB at 4.19M.
+//! of the tags, a seventeenth of the memory and so far more often in the CPU's caches and
+//! TLB; a stored one costs that and its slot. (The set was 65,536 sorted buckets before: a
+//! bucket header, then the bucket, then a binary search in it, each a cache miss once the
+//! set no longer fits the caches, which is most of the time in a node streaming bodies.)
+//! Each slot holds the statement's id beside its fingerprint, so finding the one reads the
+//! other in the same cache line. Tables are kept between 75% and 85% full, so the set takes
+//! about 21 bytes a statement, 85 MiB at 4.19M.
 //!
 //! The set is written to a snapshot file when the store closes and every so often while it
 //! runs (see `Store::maintain`), and read back when it opens, so that reopening does not walk
 //! the admission journal: after a clean stop the snapshot is exact; after a crash the store
 //! adds what the journal admitted and takes out what the removal log removed since it. The
 //! file lists 65,536 buckets (by the fingerprint's top 16 bits), each its count and then its
-//! fingerprints' low 48 bits in order. Loading it fills the tables on up to four threads while
+//! fingerprints' low 48 bits in order, each followed by its id in as few bytes as the largest
+//! id needs (the header says how many). Loading it fills the tables on up to four threads while
 //! the file is read and checked.
 
 use crate::schema::{fingerprint, Id};
@@ -72,11 +76,11 @@ pub struct SnapshotTag {
 	pub removals: u64,
 }
 
-/// Version 2 added [`SnapshotTag::removals`]; a version 1 file is not read (the store reads
-/// the journal once instead).
-const MAGIC: &[u8; 8] = b"SSMEMB02";
+/// Version 2 added [`SnapshotTag::removals`], version 3 the ids; an older file is not read
+/// (the store reads every body once instead).
+const MAGIC: &[u8; 8] = b"SSMEMB03";
 
-/// Sharded multiset of hash fingerprints.
+/// Sharded multiset of hash fingerprints, each with its statement's id.
 pub struct Membership {
 	shards: Vec<RwLock<Table>>,
 }
@@ -95,19 +99,28 @@ fn shard_of(fingerprint: u64) -> usize {
 /// One shard: fingerprints in ascending order, each at or after its home slot with no empty
 /// slot between (0 marks an empty slot; the fingerprint 0 is counted apart). The last slot
 /// is always empty, so a scan ends inside the table. Beside each slot a one-byte tag of
-/// what it holds (0 when empty): a lookup of a hash that is not stored reads only tags, an
-/// eighth of the memory, which the CPU's caches and TLB hold far more of.
+/// what it holds (0 when empty): a lookup of a hash that is not stored reads only tags, a
+/// seventeenth of the memory, which the CPU's caches and TLB hold far more of.
 #[derive(Clone, Default)]
 struct Table {
-	slots: Vec<u64>,
+	slots: Vec<Slot>,
 	/// [`tag_of`] of each slot's fingerprint, 0 for an empty slot.
 	tags: Vec<u8>,
 	/// Home slots: a fingerprint's home is its [`position`]'s fraction of 2^64 times this.
 	homes: usize,
 	/// Non-zero fingerprints held.
 	len: usize,
-	/// How many times the fingerprint 0 is held.
-	zeros: usize,
+	/// The ids of the statements whose fingerprint is 0.
+	zeros: Vec<Id>,
+}
+
+/// A fingerprint and its statement's id, side by side so that a lookup that finds the one
+/// has the other in the same cache line (a third array of ids cost a lookup another miss).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Slot {
+	/// 0 when empty.
+	fingerprint: u64,
+	id: Id,
 }
 
 /// The tag of a non-zero fingerprint: the top byte of it times an odd constant, so that
@@ -140,7 +153,7 @@ impl Table {
 	/// `after_equal`, not at or below it).
 	fn scan(&self, fingerprint: u64, after_equal: bool) -> usize {
 		let mut at = self.home(fingerprint);
-		while let Some(&slot) = self.slots.get(at) {
+		while let Some(slot) = self.slots.get(at).map(|slot| slot.fingerprint) {
 			if slot == 0 || slot > fingerprint || (slot == fingerprint && !after_equal) {
 				break;
 			}
@@ -151,7 +164,7 @@ impl Table {
 
 	fn contains(&self, fingerprint: u64) -> bool {
 		if fingerprint == 0 {
-			return self.zeros > 0;
+			return !self.zeros.is_empty();
 		}
 		// Along the run from the home slot, a slot is read only where its tag matches.
 		let wanted = tag_of(fingerprint);
@@ -161,7 +174,7 @@ impl Table {
 				return false;
 			}
 			if found == wanted {
-				let slot = self.slots[at];
+				let slot = self.slots[at].fingerprint;
 				if slot >= fingerprint {
 					return slot == fingerprint;
 				}
@@ -171,9 +184,33 @@ impl Table {
 		false
 	}
 
-	fn insert(&mut self, fingerprint: u64) {
+	/// The ids held under `fingerprint`, passed to `each` (usually none or one).
+	fn ids_of(&self, fingerprint: u64, mut each: impl FnMut(Id)) {
 		if fingerprint == 0 {
-			self.zeros += 1;
+			return self.zeros.iter().copied().for_each(each);
+		}
+		let wanted = tag_of(fingerprint);
+		let mut at = self.home(fingerprint);
+		while let Some(&found) = self.tags.get(at) {
+			if found == 0 {
+				return;
+			}
+			if found == wanted {
+				let slot = self.slots[at];
+				if slot.fingerprint > fingerprint {
+					return;
+				}
+				if slot.fingerprint == fingerprint {
+					each(slot.id);
+				}
+			}
+			at += 1;
+		}
+	}
+
+	fn insert(&mut self, fingerprint: u64, id: Id) {
+		if fingerprint == 0 {
+			self.zeros.push(id);
 			return;
 		}
 		if (self.len + 1) * 100 > self.homes * MAX_FULL {
@@ -182,35 +219,47 @@ impl Table {
 		let at = self.scan(fingerprint, true);
 		// The run from `at` moves up one slot into the first empty one (the last slot is
 		// empty, so there is one); the table gets a new empty last slot if that was it.
-		let empty = at + self.slots[at..].iter().position(|&slot| slot == 0).unwrap_or(0);
+		let empty =
+			at + self.slots[at..].iter().position(|slot| slot.fingerprint == 0).unwrap_or(0);
 		if empty + 1 == self.slots.len() {
 			self.extend_to(empty + 2);
 		}
 		self.slots.copy_within(at..empty, at + 1);
 		self.tags.copy_within(at..empty, at + 1);
-		self.slots[at] = fingerprint;
+		self.slots[at] = Slot { fingerprint, id };
 		self.tags[at] = tag_of(fingerprint);
 		self.len += 1;
 	}
 
-	fn remove(&mut self, fingerprint: u64) {
+	/// Forget `fingerprint` held for `id`; nothing if it is not held for `id`.
+	fn remove(&mut self, fingerprint: u64, id: Id) {
 		if fingerprint == 0 {
-			self.zeros = self.zeros.saturating_sub(1);
+			if let Some(at) = self.zeros.iter().position(|&held| held == id) {
+				self.zeros.swap_remove(at);
+			}
 			return;
 		}
-		let at = self.scan(fingerprint, false);
-		if self.slots.get(at) != Some(&fingerprint) {
+		let mut at = self.scan(fingerprint, false);
+		let wanted = Slot { fingerprint, id };
+		while self
+			.slots
+			.get(at)
+			.is_some_and(|slot| slot.fingerprint == fingerprint && *slot != wanted)
+		{
+			at += 1;
+		}
+		if self.slots.get(at) != Some(&wanted) {
 			return;
 		}
 		// Those after it that are not at their home move down one, up to the first that is
 		// (or an empty slot); the slot that frees is emptied.
 		let mut end = at + 1;
-		while self.slots[end] != 0 && self.home(self.slots[end]) < end {
+		while self.slots[end].fingerprint != 0 && self.home(self.slots[end].fingerprint) < end {
 			end += 1;
 		}
 		self.slots.copy_within(at + 1..end, at);
 		self.tags.copy_within(at + 1..end, at);
-		self.slots[end - 1] = 0;
+		self.slots[end - 1] = Slot::default();
 		self.tags[end - 1] = 0;
 		self.len -= 1;
 		if self.homes > 4 * MIN_HOMES && self.len * 2 < self.homes {
@@ -224,18 +273,18 @@ impl Table {
 		let Table { slots, zeros, .. } = std::mem::take(self);
 		let mut table = Table::with_homes(homes, zeros);
 		let mut next = 0;
-		for fingerprint in slots.into_iter().filter(|&slot| slot != 0) {
-			table.push_largest(fingerprint, &mut next);
+		for slot in slots.into_iter().filter(|slot| slot.fingerprint != 0) {
+			table.push_largest(slot.fingerprint, slot.id, &mut next);
 		}
 		table.finish();
 		*self = table;
 	}
 
-	fn with_homes(homes: usize, zeros: usize) -> Table {
+	fn with_homes(homes: usize, zeros: Vec<Id>) -> Table {
 		// Room for a tail past the last home slot; allocated zeroed (fresh pages need no
 		// clearing), then cut to the slots in use.
 		let room = homes + homes / 64 + 8;
-		let (mut slots, mut tags) = (vec![0u64; room], vec![0u8; room]);
+		let (mut slots, mut tags) = (vec![Slot::default(); room], vec![0u8; room]);
 		slots.truncate(homes + 1);
 		tags.truncate(homes + 1);
 		Table { slots, tags, homes, len: 0, zeros }
@@ -243,12 +292,12 @@ impl Table {
 
 	/// Add a non-zero fingerprint not below any held (how a table is filled in order);
 	/// `next` is the slot after the last one filled (0 to start).
-	fn push_largest(&mut self, fingerprint: u64, next: &mut usize) {
+	fn push_largest(&mut self, fingerprint: u64, id: Id, next: &mut usize) {
 		let at = self.home(fingerprint).max(*next);
 		if at + 1 >= self.slots.len() {
 			self.extend_to(at + 2);
 		}
-		self.slots[at] = fingerprint;
+		self.slots[at] = Slot { fingerprint, id };
 		self.tags[at] = tag_of(fingerprint);
 		self.len += 1;
 		*next = at + 1;
@@ -258,7 +307,7 @@ impl Table {
 	/// since a doubled table would be mostly empty.
 	fn extend_to(&mut self, len: usize) {
 		self.slots.reserve_exact(len - self.slots.len() + 8);
-		self.slots.resize(len, 0);
+		self.slots.resize(len, Slot::default());
 		self.tags.reserve_exact(len - self.tags.len() + 8);
 		self.tags.resize(len, 0);
 	}
@@ -270,22 +319,23 @@ impl Table {
 		}
 	}
 
-	/// The fingerprints whose top 16 bits are `bucket` (all in this shard), in order.
-	fn bucket(&self, bucket: u64, out: &mut Vec<u64>) {
+	/// The fingerprints whose top 16 bits are `bucket` (all in this shard), in order, each
+	/// with its id.
+	fn bucket(&self, bucket: u64, out: &mut Vec<(u64, Id)>) {
 		out.clear();
 		let first = bucket << 48;
 		if bucket == 0 {
-			out.extend(std::iter::repeat_n(0, self.zeros));
+			out.extend(self.zeros.iter().map(|&id| (0, id)));
 		}
 		let last = first | ((1 << 48) - 1);
 		let last_home = self.home(last);
 		let mut at = self.home(first);
-		while let Some(&slot) = self.slots.get(at) {
+		while let Some(&Slot { fingerprint: slot, id }) = self.slots.get(at) {
 			if slot > last || (slot == 0 && at > last_home) {
 				break;
 			}
 			if slot >= first && slot != 0 {
-				out.push(slot);
+				out.push((slot, id));
 			}
 			at += 1;
 		}
@@ -303,24 +353,41 @@ impl Membership {
 		self.shards[shard_of(fingerprint)].read().contains(fingerprint)
 	}
 
-	/// Record a stored hash.
-	pub fn insert(&self, hash: &Hash) {
+	/// The ids of the stored statements whose hash has this hash's fingerprint: usually
+	/// none or one; two or more only where hashes share their first 8 bytes.
+	pub fn ids(&self, hash: &Hash) -> Ids {
 		let fingerprint = fingerprint(hash);
-		self.shards[shard_of(fingerprint)].write().insert(fingerprint);
+		let mut ids = Ids::default();
+		self.shards[shard_of(fingerprint)].read().ids_of(fingerprint, |id| ids.push(id));
+		ids
 	}
 
-	/// Forget one stored hash.
-	pub fn remove(&self, hash: &Hash) {
-		self.remove_fingerprint(hash[..8].try_into().expect("8 of 32 bytes"));
+	/// Whether statement `id` is held under this fingerprint.
+	pub fn holds(&self, fingerprint: u64, id: Id) -> bool {
+		let mut held = false;
+		self.shards[shard_of(fingerprint)].read().ids_of(fingerprint, |found| held |= found == id);
+		held
 	}
 
-	/// Forget one stored hash known only by its fingerprint (the removal log keeps those).
-	pub fn remove_fingerprint(&self, fingerprint: [u8; 8]) {
+	/// Record a stored hash and its statement's id.
+	pub fn insert(&self, hash: &Hash, id: Id) {
+		let fingerprint = fingerprint(hash);
+		self.shards[shard_of(fingerprint)].write().insert(fingerprint, id);
+	}
+
+	/// Forget stored statement `id` with this hash.
+	pub fn remove(&self, hash: &Hash, id: Id) {
+		self.remove_fingerprint(hash[..8].try_into().expect("8 of 32 bytes"), id);
+	}
+
+	/// Forget stored statement `id` known only by its hash's fingerprint (the removal log
+	/// keeps those).
+	pub fn remove_fingerprint(&self, fingerprint: [u8; 8], id: Id) {
 		let fingerprint = u64::from_be_bytes(fingerprint);
-		self.shards[shard_of(fingerprint)].write().remove(fingerprint);
+		self.shards[shard_of(fingerprint)].write().remove(fingerprint, id);
 	}
 
-	/// A copy of the set as it is now (about 11 bytes a statement).
+	/// A copy of the set as it is now (about 21 bytes a statement).
 	pub fn copy(&self) -> Membership {
 		Membership {
 			shards: self.shards.iter().map(|shard| RwLock::new(shard.read().clone())).collect(),
@@ -333,7 +400,7 @@ impl Membership {
 			.iter()
 			.map(|shard| {
 				let shard = shard.read();
-				(shard.len + shard.zeros) as u64
+				(shard.len + shard.zeros.len()) as u64
 			})
 			.sum()
 	}
@@ -345,7 +412,7 @@ impl Membership {
 			.iter()
 			.map(|shard| {
 				let shard = shard.read();
-				shard.slots.capacity() * 8 + shard.tags.capacity()
+				shard.slots.capacity() * 16 + shard.tags.capacity()
 			})
 			.sum()
 	}
@@ -358,12 +425,23 @@ impl Membership {
 		let mut out = ChecksumWriter::new(BufWriter::with_capacity(1 << 20, file));
 		out.write_all(MAGIC)?;
 		write_tag(&mut out, tag)?;
-		let mut fingerprints = Vec::new();
+		let id_bytes = id_bytes(tag.next_id);
+		out.write_all(&[id_bytes as u8])?;
+		let mut entries = Vec::new();
 		for bucket in 0..BUCKETS {
-			self.shards[bucket % SHARDS].read().bucket(bucket as u64, &mut fingerprints);
-			out.write_all(&(fingerprints.len() as u32).to_le_bytes())?;
-			for fingerprint in &fingerprints {
+			self.shards[bucket % SHARDS].read().bucket(bucket as u64, &mut entries);
+			out.write_all(&(entries.len() as u32).to_le_bytes())?;
+			for (fingerprint, id) in &entries {
 				out.write_all(&fingerprint.to_be_bytes()[2..])?;
+				// Every id is below the tag's `next_id`; one that is not would lose its top
+				// bytes, so no snapshot is written (the next open reads the bodies instead).
+				if id_bytes < 8 && *id >> (8 * id_bytes) != 0 {
+					return Err(std::io::Error::new(
+						std::io::ErrorKind::InvalidData,
+						format!("id {id} is not below the snapshot's next id {}", tag.next_id),
+					));
+				}
+				out.write_all(&id.to_le_bytes()[..id_bytes])?;
 			}
 		}
 		let checksum = out.hasher.finish();
@@ -405,6 +483,13 @@ impl Membership {
 			Ok(tag) if usable(&tag) => tag,
 			_ => return Ok(None),
 		};
+		let mut width = [0u8; 1];
+		if input.read_exact(&mut width).is_err()
+			|| usize::from(width[0]) != id_bytes(expected.next_id)
+		{
+			return Ok(None);
+		}
+		let entry = 6 + usize::from(width[0]);
 		// Each shard's buckets come in ascending order, each sorted, so each table fills in
 		// order, sized for its share of the count. The tables are filled on helper threads
 		// (each a share of the shards) while this one reads and checks the file: filling is
@@ -419,7 +504,7 @@ impl Membership {
 					let spawned = std::thread::Builder::new()
 						.name("statement-open".into())
 						.spawn_scoped(scope, move || {
-							let mut filler = Filler::new(first, fillers, homes);
+							let mut filler = Filler::new(first, fillers, homes, entry);
 							for batch in receive {
 								filler.fill(&batch);
 							}
@@ -428,11 +513,11 @@ impl Membership {
 					match spawned {
 						Ok(thread) => Lane::Thread(send, thread),
 						// No thread: this one fills the lane's tables too.
-						Err(_) => Lane::Here(Filler::new(first, fillers, homes)),
+						Err(_) => Lane::Here(Filler::new(first, fillers, homes, entry)),
 					}
 				})
 				.collect();
-			let read = read_buckets(&mut input, &expected, &mut lanes);
+			let read = read_buckets(&mut input, &expected, entry, &mut lanes);
 			// Every lane finishes, whatever the file turned out to be.
 			let filled: Option<Vec<Filler>> = lanes.into_iter().map(Lane::finish).collect();
 			let mut filled: Vec<Vec<Table>> = match (read?, filled) {
@@ -460,11 +545,12 @@ const BATCH_BYTES: usize = 256 << 10;
 
 /// The buckets of a snapshot after its tag, read and checked (counts, checksum, nothing
 /// after it) while each goes to the lane filling its shard, as bucket (u32 LE) ++ count
-/// (u32 LE) ++ the fingerprints' low 48 bits. `Ok(false)` if the file is short, damaged or
-/// disagrees with its tag.
+/// (u32 LE) ++ entries of `entry` bytes (a fingerprint's low 48 bits, its id). `Ok(false)`
+/// if the file is short, damaged or disagrees with its tag.
 fn read_buckets(
 	input: &mut ChecksumReader<BufReader<std::fs::File>>,
 	expected: &SnapshotTag,
+	entry: usize,
 	lanes: &mut [Lane],
 ) -> std::io::Result<bool> {
 	let mut batches: Vec<Vec<u8>> =
@@ -485,7 +571,7 @@ fn read_buckets(
 		batch.extend_from_slice(&(bucket as u32).to_le_bytes());
 		batch.extend_from_slice(&len);
 		let at = batch.len();
-		batch.resize(at + count as usize * 6, 0);
+		batch.resize(at + count as usize * entry, 0);
 		if input.read_exact(&mut batch[at..]).is_err() {
 			return Ok(false);
 		}
@@ -548,17 +634,20 @@ struct Filler {
 	next: Vec<usize>,
 	/// False once a bucket came out of order.
 	sound: bool,
+	/// Bytes an entry takes: 6 of fingerprint, then the id.
+	entry: usize,
 }
 
 impl Filler {
-	fn new(first: usize, step: usize, homes: usize) -> Filler {
+	fn new(first: usize, step: usize, homes: usize, entry: usize) -> Filler {
 		let shards = (first..SHARDS).step_by(step).count();
 		Filler {
 			first,
 			step,
-			tables: (0..shards).map(|_| Table::with_homes(homes, 0)).collect(),
+			tables: (0..shards).map(|_| Table::with_homes(homes, Vec::new())).collect(),
 			next: vec![0; shards],
 			sound: true,
+			entry,
 		}
 	}
 
@@ -567,25 +656,28 @@ impl Filler {
 		while !batch.is_empty() && self.sound {
 			let word = |at: usize| u32::from_le_bytes(batch[at..at + 4].try_into().expect("4"));
 			let (bucket, count) = (word(0) as usize, word(4) as usize);
-			let rests = &batch[8..8 + count * 6];
-			batch = &batch[8 + count * 6..];
+			let entries = &batch[8..8 + count * self.entry];
+			batch = &batch[8 + count * self.entry..];
 			let index = (bucket % SHARDS - self.first) / self.step;
 			let (table, next) = (&mut self.tables[index], &mut self.next[index]);
 			let mut previous = None;
-			for rest in rests.chunks_exact(6) {
+			for entry in entries.chunks_exact(self.entry) {
 				let mut bytes = [0u8; 8];
 				bytes[..2].copy_from_slice(&(bucket as u16).to_be_bytes());
-				bytes[2..].copy_from_slice(rest);
+				bytes[2..].copy_from_slice(&entry[..6]);
 				let fingerprint = u64::from_be_bytes(bytes);
+				let mut id = [0u8; 8];
+				id[..self.entry - 6].copy_from_slice(&entry[6..]);
+				let id = u64::from_le_bytes(id);
 				if previous.is_some_and(|previous| previous > fingerprint) {
 					self.sound = false;
 					return;
 				}
 				previous = Some(fingerprint);
 				if fingerprint == 0 {
-					table.zeros += 1;
+					table.zeros.push(id);
 				} else {
-					table.push_largest(fingerprint, next);
+					table.push_largest(fingerprint, id, next);
 				}
 			}
 		}
@@ -597,6 +689,32 @@ impl Filler {
 			table.finish();
 		}
 		self
+	}
+}
+
+/// Bytes a snapshot stores of each id: as few as ids below `next_id` need (at least one).
+fn id_bytes(next_id: Id) -> usize {
+	(8 - (next_id.saturating_sub(1).leading_zeros() / 8) as usize).max(1)
+}
+
+/// The ids [`Membership::ids`] found: the first inline, any more (shared fingerprints) apart.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ids {
+	first: Option<Id>,
+	more: Vec<Id>,
+}
+
+impl Ids {
+	fn push(&mut self, id: Id) {
+		match self.first {
+			None => self.first = Some(id),
+			Some(_) => self.more.push(id),
+		}
+	}
+
+	/// The ids found, in table order.
+	pub fn iter(&self) -> impl Iterator<Item = Id> + '_ {
+		self.first.into_iter().chain(self.more.iter().copied())
 	}
 }
 
@@ -677,10 +795,15 @@ mod tests {
 	#[test]
 	fn insert_contains_remove() {
 		let set = Membership::default();
-		set.insert(&[1; 32]);
+		set.insert(&[1; 32], 7);
 		assert!(set.contains(&[1; 32]));
 		assert!(!set.contains(&[2; 32]));
-		set.remove(&[1; 32]);
+		assert_eq!(set.ids(&[1; 32]).iter().collect::<Vec<_>>(), vec![7]);
+		assert!(set.holds(fingerprint(&[1; 32]), 7) && !set.holds(fingerprint(&[1; 32]), 8));
+		assert_eq!(set.ids(&[2; 32]).iter().count(), 0);
+		set.remove(&[1; 32], 8);
+		assert!(set.contains(&[1; 32]), "held for another id: kept");
+		set.remove(&[1; 32], 7);
 		assert!(!set.contains(&[1; 32]));
 	}
 
@@ -690,11 +813,15 @@ mod tests {
 		let a = [7u8; 32];
 		let mut b = a;
 		b[31] = 0;
-		set.insert(&a);
-		set.insert(&b);
-		set.remove(&a);
+		set.insert(&a, 1);
+		set.insert(&b, 2);
+		let mut ids: Vec<Id> = set.ids(&a).iter().collect();
+		ids.sort();
+		assert_eq!(ids, vec![1, 2], "both ids under the one fingerprint");
+		set.remove(&a, 1);
 		assert!(set.contains(&b));
-		set.remove(&b);
+		assert_eq!(set.ids(&b).iter().collect::<Vec<_>>(), vec![2], "the other id stays");
+		set.remove(&b, 2);
 		assert!(!set.contains(&b));
 	}
 
@@ -702,16 +829,19 @@ mod tests {
 	fn many_hashes_stay_findable_through_growth_and_shrinking() {
 		let set = Membership::default();
 		for n in 0..200_000 {
-			set.insert(&hash(n));
+			set.insert(&hash(n), n + 10);
 		}
 		assert_eq!(set.len(), 200_000);
-		// 9 bytes a fingerprint in tables at least 75% full, with a little slack at the ends.
-		assert!(set.heap_bytes() < 200_000 * 9 * 100 / 75 + SHARDS * 1024, "{}", set.heap_bytes());
+		// 17 bytes a fingerprint and id in tables at least 75% full, a little slack at the
+		// ends.
+		assert!(set.heap_bytes() < 200_000 * 17 * 100 / 75 + SHARDS * 2048, "{}", set.heap_bytes());
 		for n in (0..200_000).step_by(2) {
-			set.remove(&hash(n));
+			set.remove(&hash(n), n + 10);
 		}
 		for n in 0..200_000 {
 			assert_eq!(set.contains(&hash(n)), n % 2 == 1, "hash {n}");
+			let ids: Vec<Id> = set.ids(&hash(n)).iter().collect();
+			assert_eq!(ids, if n % 2 == 1 { vec![n + 10] } else { vec![] }, "hash {n}");
 		}
 		assert!(!set.contains(&hash(1_000_000)));
 	}
@@ -741,46 +871,53 @@ mod tests {
 	fn tables_agree_with_a_sorted_multiset_through_inserts_removals_and_resizes() {
 		use std::collections::BTreeMap;
 		let set = Membership::default();
-		let mut model: BTreeMap<u64, usize> = BTreeMap::new();
+		let mut model: BTreeMap<u64, Vec<Id>> = BTreeMap::new();
 		let fingerprints = crowded(20_000);
+		let id = |round: usize, i: usize| (round * 100_000 + i) as Id;
 		// Inserted twice over, then removed in another order, so tables grow and shrink.
 		for round in 0..2 {
-			for &f in &fingerprints {
-				set.insert(&with_fingerprint(f));
-				*model.entry(f).or_default() += 1;
+			for (i, &f) in fingerprints.iter().enumerate() {
+				set.insert(&with_fingerprint(f), id(round, i));
+				model.entry(f).or_default().push(id(round, i));
 			}
 			for (i, &f) in fingerprints.iter().enumerate().rev() {
 				if (i + round) % 3 != 0 {
-					set.remove(&with_fingerprint(f));
-					if let Some(count) = model.get_mut(&f) {
-						*count -= 1;
-						if *count == 0 {
-							model.remove(&f);
-						}
+					set.remove(&with_fingerprint(f), id(round, i));
+					let ids = model.get_mut(&f).unwrap();
+					ids.retain(|&held| held != id(round, i));
+					if ids.is_empty() {
+						model.remove(&f);
 					}
 				}
 			}
-			assert_eq!(set.len(), model.values().sum::<usize>() as u64);
+			assert_eq!(set.len(), model.values().map(Vec::len).sum::<usize>() as u64);
 			for &f in fingerprints.iter().chain(&[1, 2, u64::MAX, 1 << 48]) {
 				assert_eq!(set.contains(&with_fingerprint(f)), model.contains_key(&f), "{f:x}");
+				let mut ids: Vec<Id> = set.ids(&with_fingerprint(f)).iter().collect();
+				ids.sort();
+				let mut expected = model.get(&f).cloned().unwrap_or_default();
+				expected.sort();
+				assert_eq!(ids, expected, "{f:x}");
 			}
 			for shard in &set.shards {
 				let table = shard.read();
-				let held: Vec<u64> = table.slots.iter().copied().filter(|&s| s != 0).collect();
+				let fingerprints: Vec<u64> = table.slots.iter().map(|s| s.fingerprint).collect();
+				let held: Vec<u64> = fingerprints.iter().copied().filter(|&s| s != 0).collect();
 				assert!(held.is_sorted());
-				assert_eq!(table.slots.last(), Some(&0));
+				assert_eq!(fingerprints.last(), Some(&0));
 				let tags: Vec<u8> =
-					table.slots.iter().map(|&s| if s == 0 { 0 } else { tag_of(s) }).collect();
+					fingerprints.iter().map(|&s| if s == 0 { 0 } else { tag_of(s) }).collect();
 				assert!(table.tags == tags, "every slot's tag is its fingerprint's");
-				for (at, &slot) in table.slots.iter().enumerate().filter(|(_, &s)| s != 0) {
+				for (at, &slot) in fingerprints.iter().enumerate().filter(|(_, &s)| s != 0) {
 					let home = table.home(slot);
-					assert!(home <= at && table.slots[home..at].iter().all(|&s| s != 0));
+					assert!(home <= at && fingerprints[home..at].iter().all(|&s| s != 0));
 				}
 			}
 		}
 		// Removing what is not held changes nothing.
-		set.remove(&with_fingerprint(3));
-		assert_eq!(set.len(), model.values().sum::<usize>() as u64);
+		set.remove(&with_fingerprint(3), 0);
+		set.remove(&with_fingerprint(fingerprints[1]), 99_999);
+		assert_eq!(set.len(), model.values().map(Vec::len).sum::<usize>() as u64);
 	}
 
 	/// A set of `crowded(n)` saved under `dir`, tagged `tag(n)`: the set, its file and its
@@ -789,8 +926,8 @@ mod tests {
 		let path = dir.join("membership");
 		let set = Membership::default();
 		let fingerprints = crowded(n);
-		for &f in &fingerprints {
-			set.insert(&with_fingerprint(f));
+		for (id, &f) in fingerprints.iter().enumerate() {
+			set.insert(&with_fingerprint(f), id as Id);
 		}
 		set.save(&path, &tag(n)).unwrap();
 		(set, path, fingerprints)
@@ -802,9 +939,10 @@ mod tests {
 		let (set, path, fingerprints) = crowded_snapshot(dir.path(), 10_000);
 		let (loaded, _) = Membership::load(&path, |t| *t == tag(10_000)).unwrap().expect("loaded");
 		assert_eq!(loaded.len(), 10_000);
-		for &f in &fingerprints {
-			loaded.remove(&with_fingerprint(f));
-			set.remove(&with_fingerprint(f));
+		for (id, &f) in fingerprints.iter().enumerate() {
+			assert!(loaded.holds(f, id as Id), "{f:x} with id {id}");
+			loaded.remove(&with_fingerprint(f), id as Id);
+			set.remove(&with_fingerprint(f), id as Id);
 			assert_eq!(loaded.len(), set.len());
 		}
 		assert_eq!(loaded.len(), 0);
@@ -821,12 +959,12 @@ mod tests {
 				.expect("loaded");
 			assert_eq!(loaded.len(), 20_000, "{fillers} threads");
 			assert!(!loaded.contains(&hash(1)), "{fillers} threads");
-			for &f in &fingerprints {
-				assert!(loaded.contains(&with_fingerprint(f)), "{f:x} with {fillers} threads");
+			for (id, &f) in fingerprints.iter().enumerate() {
+				assert!(loaded.holds(f, id as Id), "{f:x} with {fillers} threads");
 			}
 			// Every one of them once: removing them all empties the set.
-			for &f in &fingerprints {
-				loaded.remove(&with_fingerprint(f));
+			for (id, &f) in fingerprints.iter().enumerate() {
+				loaded.remove(&with_fingerprint(f), id as Id);
 			}
 			assert_eq!(loaded.len(), 0, "{fillers} threads");
 		}
@@ -838,13 +976,13 @@ mod tests {
 		let path = dir.path().join("membership");
 		let set = Membership::default();
 		for n in 0..5000 {
-			set.insert(&hash(n));
+			set.insert(&hash(n), n);
 		}
 		set.save(&path, &tag(5000)).unwrap();
 		let (loaded, read) = Membership::load(&path, |t| *t == tag(5000)).unwrap().expect("loaded");
 		assert_eq!(read, tag(5000));
 		assert_eq!(loaded.len(), 5000);
-		assert!((0..5000).all(|n| loaded.contains(&hash(n))));
+		assert!((0..5000).all(|n| loaded.holds(fingerprint(&hash(n)), n)));
 		assert!(!loaded.contains(&hash(5000)));
 		assert!(Membership::load(&path, |t| *t == tag(4999)).unwrap().is_none());
 		assert!(Membership::load(&dir.path().join("absent"), |t| *t == tag(5000))
@@ -853,17 +991,40 @@ mod tests {
 	}
 
 	#[test]
+	fn a_snapshot_keeps_ids_in_as_few_bytes_as_its_largest_needs_and_refuses_a_larger_one() {
+		assert_eq!((id_bytes(0), id_bytes(256), id_bytes(257), id_bytes(1 << 40)), (1, 1, 2, 5));
+		assert_eq!(id_bytes(u64::MAX), 8);
+		let dir = tempfile::tempdir().unwrap();
+		let path = dir.path().join("membership");
+		let set = Membership::default();
+		let ids = [0, 255, 256, 65_536, (1 << 40) - 1];
+		for (n, &id) in ids.iter().enumerate() {
+			set.insert(&hash(n as u64), id);
+		}
+		let tag = SnapshotTag { count: 5, next_id: 1 << 40, last_hash: [0; 32], removals: 0 };
+		set.save(&path, &tag).unwrap();
+		let (loaded, _) = Membership::load(&path, |t| *t == tag).unwrap().expect("loaded");
+		for (n, &id) in ids.iter().enumerate() {
+			assert_eq!(loaded.ids(&hash(n as u64)).iter().collect::<Vec<_>>(), vec![id]);
+		}
+		// An id the tag says was never given out would lose its top byte: no snapshot.
+		set.insert(&hash(9), 1 << 40);
+		let tag = SnapshotTag { count: 6, ..tag };
+		assert!(set.save(&path, &tag).is_err());
+	}
+
+	#[test]
 	fn a_copy_is_independent_and_fingerprints_remove() {
 		let set = Membership::default();
 		for n in 0..100 {
-			set.insert(&hash(n));
+			set.insert(&hash(n), n);
 		}
 		let copy = set.copy();
-		set.remove(&hash(1));
+		set.remove(&hash(1), 1);
 		assert!(copy.contains(&hash(1)));
 		let mut fingerprint = [0u8; 8];
 		fingerprint.copy_from_slice(&hash(2)[..8]);
-		copy.remove_fingerprint(fingerprint);
+		copy.remove_fingerprint(fingerprint, 2);
 		assert!(!copy.contains(&hash(2)));
 		assert_eq!((set.len(), copy.len()), (99, 99));
 	}
@@ -874,7 +1035,7 @@ mod tests {
 		let path = dir.path().join("membership");
 		let set = Membership::default();
 		for n in 0..1000 {
-			set.insert(&hash(n));
+			set.insert(&hash(n), n);
 		}
 		set.save(&path, &tag(1000)).unwrap();
 		let bytes = std::fs::read(&path).unwrap();
@@ -906,7 +1067,7 @@ mod tests {
 		};
 		let mut table = Table::default();
 		for _ in 0..200_000 {
-			table.insert(next());
+			table.insert(next(), 1);
 		}
 		// Tags a lookup of an absent fingerprint reads: to the end of the run from its home.
 		let probes = 10_000;

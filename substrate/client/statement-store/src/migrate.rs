@@ -1,5 +1,5 @@
 //! Schema migrations, each bringing the database one version up. A step either runs in one
-//! commit, or in chunks whose partial state the next open (and, for schema 4, every reader)
+//! commit, or in chunks whose partial state the next open (and, for schema 5, every reader)
 //! understands, so a crash midway is resumed where it stopped.
 
 use crate::{
@@ -51,20 +51,27 @@ pub(crate) fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) 
 	if version < 3 {
 		to_schema_3(db, path, sync)?;
 	}
-	if version < 4 {
-		to_schema_4(db, path, sync)?;
+	if version < 5 {
+		// Schema 4 gave each body a check; schema 5 a check and its hash. One pass
+		// rewrites a schema 3 or 4 body in the schema 5 form.
+		to_schema_5(db, version, path, sync)?;
 	}
 	Ok(())
 }
 
-/// Bodies given their check per commit by the move to schema 4.
+/// Bodies rewritten per commit by the move to schema 5.
 const CHECK_CHUNK: usize = 65_536;
 
-/// Schema 4 stores each body behind a 64-bit check ([`schema::body_value`]): every body
-/// without one is rewritten with it, [`CHECK_CHUNK`] a commit, in admission order. Readers
-/// take both forms, so a crash midway leaves a sound database, and the next open goes on
-/// (bodies already checked are read and left).
-fn to_schema_4(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
+/// Schema 5 stores each body with its hash behind a 64-bit check ([`schema::body_value`]):
+/// every body in an older form is rewritten, [`CHECK_CHUNK`] a commit, in admission order.
+/// Readers take every form, so a crash midway leaves a sound database, and the next open
+/// goes on (bodies already rewritten are read and left).
+///
+/// The hash comes from blake2 of the encoding, and must agree with what the body was
+/// stored under: a schema 4 body's check, or for an older body the hash column naming its
+/// id. A body that disagrees is damaged: it is written with a check that fails, so readers
+/// go on finding it damaged (quarantined) and `check-db` names it.
+fn to_schema_5(db: &parity_db::Db, from: u32, path: &str, sync: bool) -> Result<()> {
 	let started = std::time::Instant::now();
 	let total = match db.get(schema::COL_META, schema::KEY_COUNTERS)? {
 		Some(bytes) => schema::decode_value::<schema::Counters>(schema::COL_META, &bytes)?.count,
@@ -72,26 +79,40 @@ fn to_schema_4(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 	};
 	log::info!(
 		target: "statement-store",
-		"{path}: upgrading the database to schema 4: a check for each of {total} bodies"
+		"{path}: upgrading the database from schema {from} to 5: the hash and a check in each \
+		 of {total} bodies"
 	);
-	let (mut from, mut seen, mut rewritten) = (0, 0usize, 0u64);
+	let (mut next, mut seen, mut rewritten, mut damaged) = (0, 0usize, 0u64, 0u64);
 	loop {
-		let ids = stored_ids(db, from, Id::MAX, CHECK_CHUNK)?;
+		let ids = stored_ids(db, next, Id::MAX, CHECK_CHUNK)?;
 		let Some(&last) = ids.last() else { break };
 		let mut ops = Vec::new();
 		for id in ids.iter().copied() {
 			let key = schema::body_key(id);
 			let Some(value) = db.get(schema::COL_BODY, &key)? else { continue };
-			if let StoredBody::Unchecked(encoding) = StoredBody::of(value) {
-				// A damaged body gets the check of what it is now: readers still find that
-				// it is not the body of a stored hash.
-				let hash = statement_primitives::hash_encoded(&encoding);
-				ops.push((
-					schema::COL_BODY,
-					key.to_vec(),
-					Some(schema::body_value(&hash, &encoding)),
-				));
+			let stored = StoredBody::of(value);
+			let claimed = match &stored {
+				StoredBody::Hashed { .. } => continue,
+				StoredBody::Checked { check, encoding } => {
+					Some(StoredBody::claimed(*check, encoding))
+				}
+				StoredBody::Unchecked(_) => None,
+			};
+			let encoding = stored.encoding();
+			let hash = statement_primitives::hash_encoded(&encoding);
+			let intact = match claimed {
+				Some(claimed) => claimed == schema::fingerprint(&hash),
+				None => {
+					let named = db.get(schema::COL_HASH, &hash)?;
+					named.as_deref().and_then(schema::le_u64_prefix) == Some(id)
+				}
+			};
+			let mut value = schema::body_value(&hash, &encoding);
+			if !intact {
+				damaged += 1;
+				value[1] ^= 0xff;
 			}
+			ops.push((schema::COL_BODY, key.to_vec(), Some(value)));
 		}
 		seen += ids.len();
 		rewritten += ops.len() as u64;
@@ -101,16 +122,24 @@ fn to_schema_4(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
 		}
 		log::info!(
 			target: "statement-store",
-			"{path}: schema 4: {seen} of {total} bodies checked ({rewritten} rewritten)"
+			"{path}: schema 5: {seen} of {total} bodies read ({rewritten} rewritten)"
 		);
-		from = last + 1;
+		next = last + 1;
 	}
-	let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(4u32.encode()));
+	let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(5u32.encode()));
 	writeback::commit(db, vec![version], sync)?;
 	apply_log(db)?;
+	if damaged > 0 {
+		log::error!(
+			target: "statement-store",
+			"{path}: {damaged} bodies did not match the hash they were stored under; they stay \
+			 out of answers. Run `statement-node check-db` to list them and `statement-node \
+			 repair` to rebuild the indexes without them."
+		);
+	}
 	log::info!(
 		target: "statement-store",
-		"{path}: upgraded to schema 4 in {:?} ({rewritten} bodies rewritten)",
+		"{path}: upgraded to schema 5 in {:?} ({rewritten} bodies rewritten)",
 		started.elapsed()
 	);
 	Ok(())

@@ -423,8 +423,8 @@ fn catch_up(
 	let mut iter = db.iter(schema::COL_JOURNAL)?;
 	iter.seek(&schema::id_key(old.next_id))?;
 	while let Some((key, value)) = iter.next()? {
-		let (_, hash) = schema::journal_entry(&key, &value)?;
-		set.insert(&hash);
+		let (id, hash) = schema::journal_entry(&key, &value)?;
+		set.insert(&hash, id);
 		added += 1;
 	}
 	let mut removed = 0;
@@ -444,8 +444,9 @@ fn catch_up(
 				return Ok(None);
 			};
 			let (id, fingerprint) = entry.split_at(8);
-			if u64::from_le_bytes(id.try_into().expect("8 bytes")) < old.next_id {
-				set.remove_fingerprint(fingerprint.try_into().expect("8 bytes"));
+			let id = u64::from_le_bytes(id.try_into().expect("8 bytes"));
+			if id < old.next_id {
+				set.remove_fingerprint(fingerprint.try_into().expect("8 bytes"), id);
 				removed += 1;
 			}
 		}
@@ -484,7 +485,7 @@ fn check_samples(
 				continue;
 			}
 			let hash = body_hash(db, id, bodies, path)?;
-			if !hash.is_some_and(|hash| set.contains(&hash)) {
+			if !hash.is_some_and(|hash| set.holds(schema::fingerprint(&hash), id)) {
 				log::warn!(
 					target: "statement-store",
 					"{path}: the membership snapshot lacks statement {id}; reading every statement"
@@ -526,7 +527,7 @@ fn hint_table_headers(_path: &std::path::Path) {}
 fn body_hash(db: &parity_db::Db, id: Id, check: bool, path: &str) -> Result<Option<Hash>> {
 	let hash = db
 		.get(schema::COL_BODY, &schema::body_key(id))?
-		.map(|value| statement_primitives::hash_encoded(&StoredBody::of(value).encoding()));
+		.map(|value| StoredBody::of(value).hashed().1);
 	if check {
 		let stored = match &hash {
 			Some(hash) => {
@@ -573,7 +574,7 @@ fn hash_every_body(
 				// A missing body is counted: the counters then disagree, or `check-db` finds
 				// it.
 				if let Some(hash) = body_hash(db, id, bodies && id % stride == 0, path)? {
-					membership.insert(&hash);
+					membership.insert(&hash, id);
 				}
 				last.fetch_max(id, Ordering::Relaxed);
 				if done % 1_000_000 == 0 {

@@ -15,7 +15,7 @@ use statement_primitives::{
 };
 use std::sync::{atomic::Ordering, Arc};
 
-/// A body as read from disk, with its blake2-256.
+/// A body as read from disk, with its hash (see [`Inner::read_hashed`]).
 pub type Hashed = (Vec<u8>, Hash);
 
 impl Store {
@@ -71,7 +71,9 @@ impl Store {
 				let body = match body {
 					None => return,
 					Some(Fetched::Cached(body)) => body,
-					Some(Fetched::Read(body)) => self.inner.offer_body(id, body, &mut keep),
+					Some(Fetched::Read(body, hash)) => {
+						self.inner.offer_body(id, body, hash, &mut keep)
+					}
 				};
 				// Checked against its hash when read from disk, so this only fails for a
 				// statement written by a build with another notion of validity: left out.
@@ -95,7 +97,7 @@ impl Store {
 				let mut from_disk = 0;
 				for group in window.chunks(HASH_GROUP) {
 					for (&id, body) in group.iter().zip(self.inner.fetch_bodies(group)?) {
-						from_disk += usize::from(matches!(body, Some(Fetched::Read(_))));
+						from_disk += usize::from(matches!(body, Some(Fetched::Read(..))));
 						answer(id, body);
 					}
 				}
@@ -113,16 +115,10 @@ impl Store {
 	/// The stored statement with this hash, its body checked against the hash.
 	pub(crate) fn stored_statement(&self, hash: &Hash) -> Result<Option<Statement>> {
 		let _view = self.inner.view.read();
-		let Some(id) = self.inner.record_id(hash)? else { return Ok(None) };
-		if let Some(body) = self.inner.bodies.get(id) {
-			return Ok(self.inner.decode_body(&body).ok());
-		}
-		let Some(body) = self.inner.body_from_disk(id, hash)? else { return Ok(None) };
-		let statement = self.inner.decode_body(&body).ok();
-		// Kept like a query's bodies: whoever asks for a statement by hash (a peer, an app
-		// following a subscription) tends to ask again.
-		self.inner.bodies.insert(id, &body);
-		Ok(statement)
+		// Not kept in the body cache: nothing in the node looks statements up by hash, and
+		// keeping each one evicted another (a third of a lookup's time at 200k statements).
+		let Some((_, body)) = self.inner.find(hash)? else { return Ok(None) };
+		Ok(self.inner.decode_body(body.bytes()).ok())
 	}
 
 	pub(crate) fn decrypt(&self, dest: &DecryptionKey, data: &[u8]) -> Option<Vec<u8>> {
@@ -178,94 +174,109 @@ impl Inner {
 		segments(self.db.raw(), key)
 	}
 
-	/// A body read from disk for an answer, shared: kept in the body cache while its weight
-	/// fits in `keep`, which it is taken from.
-	pub fn offer_body(&self, id: Id, body: Vec<u8>, keep: &mut usize) -> Arc<[u8]> {
+	/// A body read from disk for an answer, shared: kept in the body cache (with its hash)
+	/// while its weight fits in `keep`, which it is taken from.
+	pub fn offer_body(&self, id: Id, body: Vec<u8>, hash: Hash, keep: &mut usize) -> Arc<[u8]> {
 		let body: Arc<[u8]> = Arc::from(body);
 		let weight = crate::bodies::BodyCache::weight(&body);
 		if weight <= *keep {
 			*keep -= weight;
-			self.bodies.insert_shared(id, body.clone());
+			self.bodies.insert(id, body.clone(), hash);
 		}
 		body
 	}
 
-	/// The encoding of an indexed id, from the database, checked against its `hash`, so that
-	/// a damaged database never serves a statement other than the one stored. The caller
-	/// holds the view lock, so a missing body or one whose hash is not the one stored means
-	/// the files were damaged: the statement is quarantined (logged once, counted, left out
-	/// of answers) and `None` returned, so the rest of an answer still comes. `statement-node
-	/// check-db` finds all damage, `repair` rebuilds the indexes without it.
-	pub fn body_from_disk(&self, id: Id, hash: &Hash) -> Result<Option<Vec<u8>>> {
-		let Some(value) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
-			self.quarantine(id, "is indexed but its body is missing");
-			return Ok(None);
-		};
-		let Some(body) = StoredBody::of(value).of_hash(hash) else {
-			self.quarantine(id, "has a body that does not match its hash");
-			return Ok(None);
-		};
-		Ok(Some(body))
-	}
-
-	/// [`Inner::body_from_disk`] for each of `ids`, in order, where the caller does not have
-	/// the hashes: the fingerprint each body's check claims must be a stored hash's (a
-	/// damaged body passes with odds of n / 2^64, and nothing more is read from disk for the
-	/// check; see [`schema::body_value`]). A body written before schema 4 is hashed with
-	/// blake2 instead, those of a group together (see [`hash_encoded_each`]).
-	pub fn bodies_from_disk(&self, ids: &[Id]) -> Result<Vec<Option<Vec<u8>>>> {
-		let mut found = Vec::with_capacity(ids.len());
-		let mut unchecked = Vec::new();
-		for &id in ids {
-			let value = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
-			found.push(match value.map(StoredBody::of) {
-				None => {
-					self.quarantine(id, "is indexed but its body is missing");
+	/// The id and checked body of the stored statement `hash`, in one read from disk at most:
+	/// the membership set names the candidate ids (one, almost always; more only where
+	/// stored hashes share their first 8 bytes), and a candidate's body, from the cache if it
+	/// was kept with this hash or else from disk, confirms it by the hash it holds (see
+	/// [`schema::body_value`]). `None` if no statement with this hash is stored, or if its body is
+	/// missing or damaged. The caller holds the view lock, so either means the files were
+	/// damaged: the statement is quarantined (logged once, counted, left out of answers, see
+	/// [`Inner::record`]), so the rest of an answer still comes. `statement-node check-db`
+	/// finds all damage, `repair` rebuilds the indexes without it.
+	pub fn find(&self, hash: &Hash) -> Result<Option<(Id, Fetched)>> {
+		for id in self.membership.ids(hash).iter() {
+			if let Some(body) = self.bodies.get_hashed(id, hash) {
+				return Ok(Some((id, Fetched::Cached(body))));
+			}
+			let Some(value) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
+				self.quarantine(id, "is indexed but its body is missing");
+				continue;
+			};
+			let encoding = match StoredBody::of(value) {
+				StoredBody::Hashed { sound: true, hash: held, encoding } => {
+					// Otherwise another statement whose hash shares the first 8 bytes.
+					(held == *hash).then_some(encoding)
+				}
+				// Damaged (every body is in the schema 5 form once the store is open).
+				_ => {
+					self.quarantine(id, "has a body that does not match its hash");
 					None
 				}
-				Some(StoredBody::Checked { check, encoding }) => {
-					if self.membership.contains_fingerprint(StoredBody::claimed(check, &encoding)) {
-						Some(encoding)
-					} else {
+			};
+			if let Some(encoding) = encoding {
+				return Ok(Some((id, Fetched::Read(encoding, *hash))));
+			}
+		}
+		Ok(None)
+	}
+
+	/// The checked bodies of indexed `ids`, in order, each with its hash, where the caller
+	/// does not have the hashes: each body's check must hold and the hash it holds must be
+	/// stored under its id in the membership set (a damaged body passes with odds of 2^-64,
+	/// and nothing more is read from disk for the check; see [`schema::body_value`]). Every
+	/// body is in that form once the store is open (the upgrade to schema 5 runs first), so
+	/// one in another is damaged.
+	pub fn bodies_from_disk(&self, ids: &[Id]) -> Result<Vec<Option<Hashed>>> {
+		ids.iter()
+			.map(|&id| {
+				let value = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
+				Ok(match value.map(StoredBody::of) {
+					None => {
+						self.quarantine(id, "is indexed but its body is missing");
+						None
+					}
+					Some(StoredBody::Hashed { sound: true, hash, encoding })
+						if self.membership.holds(schema::fingerprint(&hash), id) =>
+					{
+						Some((encoding, hash))
+					}
+					Some(_) => {
 						self.quarantine(id, "has a body that does not match its hash");
 						None
 					}
-				}
-				Some(StoredBody::Unchecked(encoding)) => {
-					unchecked.push(found.len());
-					Some(encoding)
-				}
-			});
-		}
-		if !unchecked.is_empty() {
-			let hashes = hash_encoded_each(
-				unchecked.iter().filter_map(|&at| found[at].as_deref()).collect::<Vec<_>>(),
-			);
-			for (&at, hash) in unchecked.iter().zip(hashes) {
-				if !self.membership.contains(&hash) {
-					self.quarantine(ids[at], "has a body that does not match its hash");
-					found[at] = None;
-				}
-			}
-		}
-		Ok(found)
+				})
+			})
+			.collect()
 	}
 
-	/// The bodies of `ids` as the database has them, in order, each with its blake2-256,
-	/// hashed together (see [`hash_encoded_each`]); `None` where a body is missing. Unchecked:
-	/// the callers decide what a missing or unknown body means.
+	/// The bodies of `ids` as the database has them, in order, each with its hash: the one a
+	/// sound body holds, else its blake2-256 (those hashed together, see
+	/// [`hash_encoded_each`]), which a damaged body does not share with any stored statement;
+	/// `None` where a body is missing. The callers decide what a missing or unknown body
+	/// means.
 	pub fn read_hashed(&self, ids: &[Id]) -> Result<Vec<Option<Hashed>>> {
 		let bodies = ids
 			.iter()
 			.map(|&id| {
 				let value = self.db.get(schema::COL_BODY, &schema::body_key(id))?;
-				Ok(value.map(|value| StoredBody::of(value).encoding()))
+				Ok(value.map(StoredBody::of).map(|body| match body.stored_hash() {
+					Some(hash) => (body.encoding(), Some(hash)),
+					None => (body.encoding(), None),
+				}))
 			})
 			.collect::<Result<Vec<_>>>()?;
-		let mut hashes = hash_encoded_each(bodies.iter().flatten().map(Vec::as_slice)).into_iter();
+		let unhashed = bodies.iter().flatten().filter(|(_, hash)| hash.is_none());
+		let mut hashes = hash_encoded_each(unhashed.map(|(body, _)| body.as_slice())).into_iter();
 		Ok(bodies
 			.into_iter()
-			.map(|body| body.map(|body| (body, hashes.next().expect("a hash a body; qed"))))
+			.map(|body| {
+				body.map(|(body, hash)| {
+					let hash = hash.unwrap_or_else(|| hashes.next().expect("a hash a body; qed"));
+					(body, hash)
+				})
+			})
 			.collect())
 	}
 
@@ -310,33 +321,16 @@ impl Inner {
 		Ok(ids)
 	}
 
-	/// The hash and record of stored statement `id`, read from its body (cached, else from
-	/// disk) and confirmed by the hash column naming `id` (a stricter check than
-	/// [`Inner::bodies_from_disk`]'s against the membership set, so the body is hashed once).
-	/// `None` if it is not stored or is quarantined (see [`Inner::record`]).
+	/// The hash and record of stored statement `id`, read from its body: from the cache, else
+	/// from disk, where the hash it holds (under its check) must be stored under `id` in the
+	/// membership set (see [`Inner::bodies_from_disk`]). Neither blake2 nor the hash column
+	/// is needed. `None` if it is not stored or is quarantined (see [`Inner::record`]).
 	pub fn record_by_id(&self, id: Id) -> Result<Option<(Hash, Record)>> {
-		let body: Arc<[u8]> = match self.bodies.get(id) {
-			Some(body) => body,
-			None => match self.db.get(schema::COL_BODY, &schema::body_key(id))? {
-				Some(value) => Arc::from(StoredBody::of(value).encoding()),
-				None => {
-					self.quarantine(id, "is indexed but its body is missing");
-					return Ok(None);
-				}
-			},
-		};
-		let hash = statement_primitives::hash_encoded(&body);
-		match self.record_id(&hash)? {
-			Some(named) if named == id => {}
-			Some(_) => {
-				self.quarantine(id, "has a body whose hash names another statement");
-				return Ok(None);
-			}
-			None => {
-				self.quarantine(id, "has a body that does not match its hash");
-				return Ok(None);
-			}
+		if let Some((body, hash)) = self.bodies.get_with_hash(id) {
+			return Ok(self.record_of_body(id, &body).map(|record| (hash, record)));
 		}
+		let Some(found) = self.bodies_from_disk(&[id])?.pop().flatten() else { return Ok(None) };
+		let (body, hash) = found;
 		Ok(self.record_of_body(id, &body).map(|record| (hash, record)))
 	}
 
@@ -346,13 +340,9 @@ impl Inner {
 	/// logged, counted) and left in place, ids and index entries, until `repair` rebuilds
 	/// the indexes, so that walks over the indexes (expiry, eviction) step over it.
 	pub fn record(&self, hash: &Hash) -> Result<Option<Record>> {
-		let Some(id) = self.record_id(hash)? else { return Ok(None) };
-		Ok(match self.bodies.get(id) {
-			Some(body) => self.record_of_body(id, &body),
-			None => match self.body_from_disk(id, hash)? {
-				Some(body) => self.record_of_body(id, &body),
-				None => None,
-			},
+		Ok(match self.find(hash)? {
+			Some((id, body)) => self.record_of_body(id, body.bytes()),
+			None => None,
 		})
 	}
 

@@ -1,7 +1,7 @@
 //! The bodies of a large answer, read ahead on helper threads and handed over in order.
 //!
 //! An answer of thousands of statements whose bodies are not cached costs one disk read and
-//! one check (xxh3, or blake2 for a body written before schema 4) per statement, each
+//! one check (xxh3) per statement, each
 //! independent of the others. A query reads its first
 //! ids itself, a window at a time; once a quarter or more of a window came from disk and
 //! enough ids are left, helpers read chunks of the rest (chunk k by helper k mod h) while the
@@ -11,6 +11,7 @@
 //! lock throughout, as it does reading alone, so a helper reads what the asker would have.
 
 use crate::{paging::READ_THREADS, schema::Id, store::Inner, Error, Result};
+use statement_primitives::Hash;
 use std::sync::{mpsc, Arc};
 
 /// Fewer ids left are read on the asking thread alone: starting helpers would cost more
@@ -24,17 +25,27 @@ pub const READ_AHEAD_WINDOW: usize = 128;
 /// Ids a helper reads before handing their bodies over.
 const CHUNK: usize = 256;
 
-/// Bodies a query reads from disk at a time on its own thread; those without a check
-/// (written before schema 4) are hashed together: four inputs share blake2b's vector
-/// instructions, so a group of eight fills two rounds.
+/// Bodies a query reads at a time on its own thread; a page of the journal (which may
+/// blake2-hash a damaged body, see `Inner::read_hashed`) reads as many.
 pub const HASH_GROUP: usize = 8;
 
 /// A body as it was found.
 pub enum Fetched {
 	/// In the body cache.
 	Cached(Arc<[u8]>),
-	/// On disk (checked against the stored hashes), not yet offered to the cache.
-	Read(Vec<u8>),
+	/// On disk (checked against the stored hashes), with its hash, not yet offered to the
+	/// cache.
+	Read(Vec<u8>, Hash),
+}
+
+impl Fetched {
+	/// The body's encoding.
+	pub fn bytes(&self) -> &[u8] {
+		match self {
+			Fetched::Cached(body) => body,
+			Fetched::Read(body, _) => body,
+		}
+	}
 }
 
 impl Inner {
@@ -51,7 +62,7 @@ impl Inner {
 		let read =
 			self.bodies_from_disk(&uncached.iter().map(|&at| ids[at]).collect::<Vec<_>>())?;
 		for (at, body) in uncached.into_iter().zip(read) {
-			fetched[at] = body.map(Fetched::Read);
+			fetched[at] = body.map(|(body, hash)| Fetched::Read(body, hash));
 		}
 		Ok(fetched)
 	}

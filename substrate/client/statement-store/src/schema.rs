@@ -15,11 +15,13 @@ pub type Id = u64;
 
 /// Schema version, 1 key: `b"schema"`. Counters: `b"counters"`.
 pub const COL_META: ColId = 0;
-/// [`body_key`] of the id -> [`body_value`]: the statement encoding behind a 64-bit check
-/// (schema 4; before, the encoding alone, which [`StoredBody::of`] still reads).
+/// [`body_key`] of the id -> [`body_value`]: the statement's hash and encoding behind a
+/// 64-bit check (schema 5; before, schema 4's check and the encoding, or the encoding alone,
+/// which [`StoredBody::of`] still reads while the database is upgraded).
 pub const COL_BODY: ColId = 1;
-/// hash -> id (u64, little-endian). Everything else a removal needs ([`Record`]) is read from
-/// the body. Schema 2 stored the whole record here, starting with the id: such values are
+/// hash -> id (u64, little-endian): the exact answer to "is this hash stored", for admission
+/// and `check-db`. Lookups by hash go through the membership set's ids instead (one read).
+/// Everything else a removal needs ([`Record`]) is read from the body. Schema 2 stored the whole record here, starting with the id: such values are
 /// read by their first 8 bytes, so they need no rewriting.
 pub const COL_HASH: ColId = 2;
 /// Recent admissions, btree: id (BE) -> hash, for the statements admitted since the newest
@@ -60,7 +62,9 @@ pub const COLUMNS: u8 = 11;
 /// membership snapshot.
 /// 4: each body carries a 64-bit check ([`body_value`]), so reads verify it with xxh3
 /// instead of hashing it with blake2-256.
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: each body also holds its statement's hash, under the check ([`body_value`]): a lookup by
+/// hash reads the body alone, and removal and expiry learn the hash from it.
+pub const SCHEMA_VERSION: u32 = 5;
 
 pub const KEY_SCHEMA: &[u8] = b"schema";
 pub const KEY_COUNTERS: &[u8] = b"counters";
@@ -335,12 +339,19 @@ impl PostingKey {
 	}
 }
 
-/// First byte of a [`body_value`]. A statement's encoding starts with the compact count of its
-/// fields (at most 9: `0x00..=0x24`), so no schema 3 body starts with it.
+/// First byte of a schema 4 body value ([`StoredBody::Checked`]). A statement's encoding
+/// starts with the compact count of its fields (at most 9: `0x00..=0x24`), so no schema 3
+/// body starts with it.
 pub const BODY_CHECKED: u8 = 0xc4;
 
-/// Bytes a [`body_value`] adds to the encoding.
+/// First byte of a [`body_value`] (schema 5).
+pub const BODY_HASHED: u8 = 0xc5;
+
+/// Bytes a schema 4 value adds to the encoding: its first byte and the check.
 pub const BODY_CHECK_LEN: usize = 9;
+
+/// Bytes a [`body_value`] adds to the encoding: its first byte, the check and the hash.
+pub const BODY_HASHED_LEN: usize = BODY_CHECK_LEN + 32;
 
 /// The 64-bit fingerprint of a hash, its first 8 bytes big-endian (so that numeric order is
 /// byte order), as the membership set keeps it.
@@ -353,14 +364,30 @@ pub fn xxh3(encoding: &[u8]) -> u64 {
 	twox_hash::xxh3::hash64(encoding)
 }
 
-/// A body as stored: [`BODY_CHECKED`], then `check` (u64, little-endian) = xxh3-64 of the
-/// encoding XOR the fingerprint of its hash, then the encoding. A reader that has the hash
-/// checks `check` against both (a damaged body, or the body of another statement, passes
-/// with odds of 2^-64); one that has only the id finds the fingerprint the body claims,
-/// `check` XOR xxh3, and checks that the store holds such a hash (odds n / 2^64, as a
-/// blake2-256 of the body checked against the membership set had). Neither hashes the body
-/// with blake2.
+/// A body as stored since schema 5: [`BODY_HASHED`], then `check` (u64, little-endian) =
+/// xxh3-64 of everything after it, then the statement's hash, then its encoding.
+///
+/// A reader learns from the body itself which statement it is, without hashing it with
+/// blake2: one that has the hash compares it (exact), one that has only the id (a query, an
+/// expiry walk, a removal) takes it from the body. Either way the check must hold, so a
+/// damaged body passes with odds of 2^-64. This is what lets a lookup by hash read the body
+/// alone (the membership set gives the id) and a removal or expiry learn the hash it deletes
+/// without blake2 or a read of the hash column.
 pub fn body_value(hash: &Hash, encoding: &[u8]) -> Vec<u8> {
+	let mut value = Vec::with_capacity(BODY_HASHED_LEN + encoding.len());
+	value.push(BODY_HASHED);
+	value.extend_from_slice(&[0; 8]);
+	value.extend_from_slice(hash);
+	value.extend_from_slice(encoding);
+	let check = xxh3(&value[BODY_CHECK_LEN..]);
+	value[1..BODY_CHECK_LEN].copy_from_slice(&check.to_le_bytes());
+	value
+}
+
+/// A schema 4 body value: [`BODY_CHECKED`], then xxh3-64 of the encoding XOR the fingerprint
+/// of its hash (u64, little-endian), then the encoding. Tests write such databases.
+#[cfg(test)]
+pub fn checked_body_value(hash: &Hash, encoding: &[u8]) -> Vec<u8> {
 	let mut value = Vec::with_capacity(BODY_CHECK_LEN + encoding.len());
 	value.push(BODY_CHECKED);
 	value.extend_from_slice(&(xxh3(encoding) ^ fingerprint(hash)).to_le_bytes());
@@ -370,31 +397,49 @@ pub fn body_value(hash: &Hash, encoding: &[u8]) -> Vec<u8> {
 
 /// A body value as read, split into its encoding and what checks it.
 pub enum StoredBody {
-	/// Written by schema 4: its check, and the encoding.
+	/// Written by schema 5 ([`body_value`]): the hash it claims to be the body of, the
+	/// encoding, and whether its check holds (if not, the body is damaged).
+	Hashed { sound: bool, hash: Hash, encoding: Vec<u8> },
+	/// Written by schema 4: its check, and the encoding (the move to schema 5 rewrites it).
 	Checked { check: u64, encoding: Vec<u8> },
 	/// Written before schema 4 (or damaged in its first byte): only blake2 can check it.
 	Unchecked(Vec<u8>),
 }
 
 impl StoredBody {
-	/// Split a body value (hashing nothing).
+	/// Split a body value, checking a schema 5 body's xxh3 (hashing nothing with blake2).
 	pub fn of(mut value: Vec<u8>) -> StoredBody {
-		if value.len() < BODY_CHECK_LEN || value[0] != BODY_CHECKED {
-			return StoredBody::Unchecked(value);
+		match value.first() {
+			Some(&BODY_HASHED) if value.len() >= BODY_HASHED_LEN => {
+				let check = u64::from_le_bytes(value[1..BODY_CHECK_LEN].try_into().expect("8"));
+				let sound = xxh3(&value[BODY_CHECK_LEN..]) == check;
+				let hash = array32(&value[BODY_CHECK_LEN..]).expect("32 bytes");
+				value.drain(..BODY_HASHED_LEN);
+				StoredBody::Hashed { sound, hash, encoding: value }
+			}
+			Some(&BODY_CHECKED) if value.len() >= BODY_CHECK_LEN => {
+				let check = u64::from_le_bytes(value[1..BODY_CHECK_LEN].try_into().expect("8"));
+				value.drain(..BODY_CHECK_LEN);
+				StoredBody::Checked { check, encoding: value }
+			}
+			_ => StoredBody::Unchecked(value),
 		}
-		let check = u64::from_le_bytes(value[1..BODY_CHECK_LEN].try_into().expect("8 bytes"));
-		value.drain(..BODY_CHECK_LEN);
-		StoredBody::Checked { check, encoding: value }
 	}
 
-	/// The fingerprint of the hash a checked body claims (its check XOR the encoding's xxh3).
+	/// The fingerprint of the hash a schema 4 body claims (its check XOR the encoding's xxh3).
 	pub fn claimed(check: u64, encoding: &[u8]) -> u64 {
 		check ^ xxh3(encoding)
 	}
 
-	/// The encoding if it is the body of `hash` (checked or, for an old body, blake2-hashed).
+	/// The encoding if it is the body of `hash` (by the hash a schema 5 body holds, by the
+	/// check of a schema 4 one, by blake2 for an older one). The store's readers take only
+	/// the schema 5 form (see `Inner::find`); the tests check every form with this.
+	#[cfg(test)]
 	pub fn of_hash(self, hash: &Hash) -> Option<Vec<u8>> {
 		match self {
+			StoredBody::Hashed { sound, hash: claimed, encoding } => {
+				(sound && claimed == *hash).then_some(encoding)
+			}
 			StoredBody::Checked { check, encoding } => {
 				(StoredBody::claimed(check, &encoding) == fingerprint(hash)).then_some(encoding)
 			}
@@ -404,10 +449,33 @@ impl StoredBody {
 		}
 	}
 
+	/// The hash of a sound schema 5 body, read from it; `None` for another body.
+	pub fn stored_hash(&self) -> Option<Hash> {
+		match self {
+			StoredBody::Hashed { sound: true, hash, .. } => Some(*hash),
+			_ => None,
+		}
+	}
+
+	/// The encoding and its hash: the one a sound schema 5 body holds, else its blake2-256
+	/// (so a damaged body gets the hash of what it is now, which no stored statement has).
+	pub fn hashed(self) -> (Vec<u8>, Hash) {
+		match self {
+			StoredBody::Hashed { sound: true, hash, encoding } => (encoding, hash),
+			other => {
+				let encoding = other.encoding();
+				let hash = statement_primitives::hash_encoded(&encoding);
+				(encoding, hash)
+			}
+		}
+	}
+
 	/// The encoding, whatever it claims (for callers that check it otherwise).
 	pub fn encoding(self) -> Vec<u8> {
 		match self {
-			StoredBody::Checked { encoding, .. } | StoredBody::Unchecked(encoding) => encoding,
+			StoredBody::Hashed { encoding, .. }
+			| StoredBody::Checked { encoding, .. }
+			| StoredBody::Unchecked(encoding) => encoding,
 		}
 	}
 }
@@ -540,19 +608,45 @@ mod tests {
 	}
 
 	#[test]
-	fn a_checked_body_is_the_body_of_its_hash_alone_and_any_flipped_bit_shows() {
+	fn a_body_holds_its_hash_under_its_check_and_any_flipped_bit_shows() {
 		let encoding: Vec<u8> = (0..300u32).map(|n| n as u8).collect();
 		let hash = statement_primitives::hash_encoded(&encoding);
 		let other = statement_primitives::hash_encoded(b"another statement");
 		let value = body_value(&hash, &encoding);
+		assert_eq!(value.len(), encoding.len() + BODY_HASHED_LEN);
+		assert_eq!(StoredBody::of(value.clone()).of_hash(&hash), Some(encoding.clone()));
+		assert_eq!(StoredBody::of(value.clone()).of_hash(&other), None, "another hash's");
+		assert_eq!(StoredBody::of(value.clone()).stored_hash(), Some(hash));
+		assert_eq!(StoredBody::of(value.clone()).hashed(), (encoding.clone(), hash));
+		for at in 0..value.len() {
+			for bit in 0..8 {
+				let mut damaged = value.clone();
+				damaged[at] ^= 1 << bit;
+				assert_eq!(StoredBody::of(damaged.clone()).of_hash(&hash), None, "{at}.{bit}");
+				assert_eq!(StoredBody::of(damaged.clone()).stored_hash(), None, "{at}.{bit}");
+				// What it is now: the hash of an intact encoding, else not the stored hash.
+				let (now, now_hash) = StoredBody::of(damaged).hashed();
+				assert!(now_hash != hash || now == encoding, "{at}.{bit}");
+			}
+		}
+	}
+
+	#[test]
+	fn a_schema_4_body_is_the_body_of_its_hash_alone_and_any_flipped_bit_shows() {
+		let encoding: Vec<u8> = (0..300u32).map(|n| n as u8).collect();
+		let hash = statement_primitives::hash_encoded(&encoding);
+		let other = statement_primitives::hash_encoded(b"another statement");
+		let value = checked_body_value(&hash, &encoding);
 		assert_eq!(value.len(), encoding.len() + BODY_CHECK_LEN);
 		assert_eq!(StoredBody::of(value.clone()).of_hash(&hash), Some(encoding.clone()));
 		assert_eq!(StoredBody::of(value.clone()).of_hash(&other), None, "another hash's");
+		assert_eq!(StoredBody::of(value.clone()).stored_hash(), None, "no hash held");
+		assert_eq!(StoredBody::of(value.clone()).hashed(), (encoding.clone(), hash));
 		match StoredBody::of(value.clone()) {
 			StoredBody::Checked { check, encoding } => {
 				assert_eq!(StoredBody::claimed(check, &encoding), fingerprint(&hash))
 			}
-			StoredBody::Unchecked(_) => panic!("read as unchecked"),
+			_ => panic!("not read as schema 4's"),
 		}
 		for at in 0..value.len() {
 			for bit in 0..8 {

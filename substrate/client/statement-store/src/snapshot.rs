@@ -167,7 +167,7 @@ pub(crate) fn snapshot_tag(
 			});
 		}
 		if let Some(value) = db.get(schema::COL_BODY, &schema::body_key(id))? {
-			last_hash = statement_primitives::hash_encoded(&StoredBody::of(value).encoding());
+			last_hash = StoredBody::of(value).hashed().1;
 		}
 	}
 	Ok(SnapshotTag { count: counters.count, next_id: counters.next_id, last_hash, removals })

@@ -79,7 +79,7 @@ pub(crate) struct Inner {
 	pub removals: AtomicU64,
 	/// What the newest membership snapshot covers.
 	pub snapshot_mark: Mutex<SnapshotMark>,
-	/// Statements found damaged on disk, left out of answers (see [`Inner::body_from_disk`]).
+	/// Statements found damaged on disk, left out of answers (see [`Inner::find`]).
 	pub quarantined: Mutex<std::collections::HashSet<Id>>,
 }
 
@@ -163,9 +163,6 @@ impl StatementStore for Store {
 	}
 
 	fn statement(&self, hash: &Hash) -> statement_primitives::Result<Option<Statement>> {
-		if !self.inner.membership.contains(hash) {
-			return Ok(None);
-		}
 		Ok(crate::error::catch_db_panic(|| self.stored_statement(hash))?)
 	}
 

@@ -113,11 +113,27 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 	assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
 }
 
-/// Schema 3 stored each body as its bare encoding: the upgrade gives every body its check,
-/// whether the database is as schema 3 left it or half upgraded by a crash, and answers the
-/// same.
+/// The key of `statement`'s body, by the id its hash names.
+fn body_key_of(db: &parity_db::Db, statement: &Statement) -> [u8; 32] {
+	let stored = db.get(schema::COL_HASH, &statement.hash()).unwrap().unwrap();
+	schema::body_key(schema::le_u64_prefix(&stored).unwrap())
+}
+
+/// After an upgrade: schema 5, every body in its form with its hash.
+fn assert_schema_5_bodies(dir: &std::path::Path, statements: &[Statement]) {
+	let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
+	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(5u32.encode()));
+	for statement in statements {
+		let value = db.get(schema::COL_BODY, &body_key_of(&db, statement)).unwrap().unwrap();
+		assert_eq!(value, schema::body_value(&statement.hash(), &statement.encode()));
+	}
+}
+
+/// Schema 3 stored each body as its bare encoding: the upgrade gives every body its hash and
+/// check, whether the database is as schema 3 left it or half upgraded by a crash, and
+/// answers the same.
 #[test]
-fn a_schema_3_database_gets_a_check_for_each_body_and_answers_the_same() {
+fn a_schema_3_database_gets_a_hash_and_check_in_each_body_and_answers_the_same() {
 	let dir = tempfile::tempdir().unwrap();
 	let open = || open_admitting(dir.path());
 	let statements: Vec<Statement> =
@@ -125,19 +141,15 @@ fn a_schema_3_database_gets_a_check_for_each_body_and_answers_the_same() {
 	let expected = stored(dir.path(), &statements);
 
 	// As schema 3 wrote them: the encoding alone (the last ten as a crash midway through the
-	// upgrade leaves them, already checked).
+	// upgrade leaves them, already rewritten).
 	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
-	let body_key = |db: &parity_db::Db, statement: &Statement| {
-		let stored = db.get(schema::COL_HASH, &statement.hash()).unwrap().unwrap();
-		schema::body_key(schema::le_u64_prefix(&stored).unwrap())
-	};
 	let mut ops = Vec::new();
 	for statement in &statements[..50] {
-		let key = body_key(&db, statement);
+		let key = body_key_of(&db, statement);
 		let value = db.get(schema::COL_BODY, &key).unwrap().unwrap();
-		assert_eq!(value[0], schema::BODY_CHECKED, "written checked");
+		assert_eq!(value[0], schema::BODY_HASHED, "written with its hash");
 		let encoding = statement.encode();
-		assert_eq!(value[schema::BODY_CHECK_LEN..], encoding[..]);
+		assert_eq!(value[schema::BODY_HASHED_LEN..], encoding[..]);
 		ops.push((schema::COL_BODY, key.to_vec(), Some(encoding)));
 	}
 	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(3u32.encode())));
@@ -150,13 +162,93 @@ fn a_schema_3_database_gets_a_check_for_each_body_and_answers_the_same() {
 	let report = crate::check::check_open(&store).unwrap();
 	assert!(report.problems.is_empty(), "{:?}", report.problems);
 	drop(store);
-	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
-	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(4u32.encode()));
-	for statement in &statements {
-		let value = db.get(schema::COL_BODY, &body_key(&db, statement)).unwrap().unwrap();
-		assert_eq!(value[0], schema::BODY_CHECKED, "every body checked");
-		assert_eq!(value, schema::body_value(&statement.hash(), &statement.encode()));
+	assert_schema_5_bodies(dir.path(), &statements);
+}
+
+/// `statements` stored in `dir`, then written back as schema 4 left them: each body behind
+/// schema 4's check (the one at `damaged` with a flipped bit under it), and the membership
+/// snapshot as version 2, without ids.
+fn as_schema_4(dir: &std::path::Path, statements: &[Statement], damaged: Option<usize>) {
+	stored(dir, statements);
+	let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
+	let mut ops = Vec::new();
+	for (n, statement) in statements.iter().enumerate() {
+		let key = body_key_of(&db, statement);
+		let mut value = schema::checked_body_value(&statement.hash(), &statement.encode());
+		if damaged == Some(n) {
+			let last = value.len() - 1;
+			value[last] ^= 1;
+		}
+		ops.push((schema::COL_BODY, key.to_vec(), Some(value)));
 	}
+	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(4u32.encode())));
+	writeback::commit(&db, ops, false).unwrap();
+	drop(db);
+	let snapshot = dir.join(SNAPSHOT_FILE);
+	let mut bytes = std::fs::read(&snapshot).unwrap();
+	bytes[..8].copy_from_slice(b"SSMEMB02");
+	std::fs::write(&snapshot, bytes).unwrap();
+}
+
+/// A database as the previous build (schema 4) left it: the upgrade rewrites every body with
+/// its hash, and the store answers the same, by topic and by hash, removes, and reopens
+/// from a snapshot with ids.
+#[test]
+fn a_schema_4_database_gets_the_hash_in_each_body_and_answers_the_same() {
+	let dir = tempfile::tempdir().unwrap();
+	let statements: Vec<Statement> =
+		(0..60u8).map(|n| signed(n, (n % 3 == 0).then_some(n % 2))).collect();
+	let expected = {
+		let fresh = tempfile::tempdir().unwrap();
+		stored(fresh.path(), &statements)
+	};
+	as_schema_4(dir.path(), &statements, None);
+
+	let store = open_admitting(dir.path());
+	assert!(!store.reopened_from_snapshot(), "a version 2 snapshot is not read");
+	assert_eq!(answers(&store), expected);
+	for statement in &statements {
+		assert_eq!(store.statement(&statement.hash()).unwrap(), Some(statement.clone()));
+	}
+	let report = crate::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
+	store.remove(&statements[3].hash()).unwrap();
+	assert_eq!(store.statement(&statements[3].hash()).unwrap(), None);
+	drop(store);
+	assert_schema_5_bodies(dir.path(), &statements[4..]);
+
+	let store = open_admitting(dir.path());
+	assert!(store.reopened_from_snapshot());
+	for (n, statement) in statements.iter().enumerate() {
+		let expected = (n != 3).then(|| statement.clone());
+		assert_eq!(store.statement(&statement.hash()).unwrap(), expected, "statement {n}");
+	}
+}
+
+/// A body damaged under schema 4's check stays damaged after the upgrade: the open that reads
+/// every body (the old snapshot is not read) finds it and refuses, naming it, as it does for
+/// any damaged body it samples; `check-db` on the database names it too.
+#[test]
+fn a_body_damaged_before_the_upgrade_to_schema_5_stays_damaged() {
+	let dir = tempfile::tempdir().unwrap();
+	let statements: Vec<Statement> = (0..20u8).map(|n| signed(n, None)).collect();
+	as_schema_4(dir.path(), &statements, Some(7));
+	match open(dir.path()) {
+		Err(Error::Corrupt { detail, .. }) => {
+			assert!(detail.contains("does not match its hash"), "{detail}")
+		}
+		Err(other) => panic!("{other:?}"),
+		Ok(_) => panic!("opened with a damaged body"),
+	}
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(5u32.encode()));
+	let value = db.get(schema::COL_BODY, &body_key_of(&db, &statements[7])).unwrap().unwrap();
+	let body = schema::StoredBody::of(value);
+	assert!(matches!(body, schema::StoredBody::Hashed { sound: false, .. }));
+	drop(db);
+	let report = crate::check::check(Config::new(dir.path())).unwrap();
+	assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+	assert!(report.problems[0].starts_with("statement 8:"), "{:?}", report.problems);
 }
 
 #[test]
@@ -523,6 +615,64 @@ fn a_damaged_posting_list_never_answers_with_a_statement_of_another_topic_or_a_m
 	answer.sort();
 	assert_eq!(answer, vec![vec![0], vec![4]]);
 	assert_eq!(store.metrics().corrupt, 1, "the missing one is counted");
+}
+
+/// A lookup by hash goes by the membership set's ids, which know only the hash's first 8
+/// bytes: a hash that shares them with a stored one is not answered with that statement, and
+/// removing it removes nothing; with two candidates under one fingerprint each is tried.
+#[test]
+fn a_hash_that_shares_a_stored_ones_first_bytes_is_not_that_statement() {
+	let dir = tempfile::tempdir().unwrap();
+	let statements: Vec<Statement> = (0..5u8).map(|n| signed(n, None)).collect();
+	stored(dir.path(), &statements);
+	let store = open_admitting(dir.path());
+	let real = statements[2].hash();
+	let mut fake = real;
+	fake[31] ^= 1;
+	assert!(store.has_statement(&fake), "the set answers by the first 8 bytes");
+	assert_eq!(store.statement(&fake).unwrap(), None);
+	store.remove(&fake).unwrap();
+	assert_eq!(store.statement(&real).unwrap(), Some(statements[2].clone()), "not removed");
+	// Another id under the same fingerprint, ahead of the real one: its body is missing, so
+	// it is quarantined, and the real one is still found.
+	let id = store.inner.record_id(&real).unwrap().unwrap();
+	store.inner.membership.remove(&real, id);
+	store.inner.membership.insert(&fake, 999);
+	store.inner.membership.insert(&real, id);
+	assert_eq!(store.inner.membership.ids(&real).iter().collect::<Vec<_>>(), vec![999, id]);
+	assert_eq!(store.statement(&real).unwrap(), Some(statements[2].clone()));
+	store.remove(&real).unwrap();
+	assert_eq!(store.statement(&real).unwrap(), None);
+	assert_eq!(store.statement(&statements[1].hash()).unwrap(), Some(statements[1].clone()));
+}
+
+/// An intact body under the wrong id (a damaged index, a stale slot) is not served in its
+/// place: the hash the body holds must be stored under that id. The statement is left out
+/// of answers and counted; the rest answer.
+#[test]
+fn an_intact_body_under_another_id_is_not_served_in_its_place() {
+	let dir = tempfile::tempdir().unwrap();
+	let statements: Vec<Statement> = (0..6u8).map(|n| signed(n, None)).collect();
+	stored(dir.path(), &statements);
+	let store = open_admitting(dir.path());
+	store.inner.writeback.checkpoint().unwrap();
+	let db = store.inner.db.raw();
+	let (a, b) = (body_key_of(db, &statements[1]), body_key_of(db, &statements[2]));
+	let value = db.get(schema::COL_BODY, &a).unwrap().unwrap();
+	writeback::commit(db, vec![(schema::COL_BODY, b.to_vec(), Some(value))], false).unwrap();
+	store.clear_cache();
+	let mut all = store.broadcasts(&[]).unwrap();
+	all.sort();
+	let mut expected: Vec<Vec<u8>> = statements
+		.iter()
+		.enumerate()
+		.filter(|(n, _)| *n != 2)
+		.map(|(_, s)| s.data().unwrap().to_vec())
+		.collect();
+	expected.sort();
+	assert_eq!(all, expected, "statement 1 once, statement 2 left out");
+	assert_eq!(store.statement(&statements[2].hash()).unwrap(), None);
+	assert_eq!(store.statement(&statements[1].hash()).unwrap(), Some(statements[1].clone()));
 }
 
 #[test]
