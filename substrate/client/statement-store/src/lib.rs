@@ -42,16 +42,18 @@
 //! (by id), its id (by hash), its journal entry, and its entries in the lists of stored ids,
 //! of its topics and decryption key, of its expiry second and of its account, and in the
 //! channel index are written in **one** parity-db commit together with the updated counters,
-//! so a crash at any point leaves all of them or none. What removing it needs besides (its
-//! account, topics, key, channel, sizes) is read from the body. Lists are delta-coded
-//! segments of ids, so an index costs a few bytes a statement rather than a btree entry (see
-//! `schema` for the layout, schema 3). (One commit
+//! so a crash at any point leaves all of them or none. The body holds the statement's hash
+//! and a 64-bit check, so a reader that finds a body by id knows which statement it is without
+//! hashing it; what removing it needs besides (its account, topics, key, channel, sizes) is
+//! read from the body too. Lists are delta-coded segments of ids, so an index costs a few
+//! bytes a statement rather than a btree entry (see `schema` for the layout, schema 5). (One commit
 //! may carry several consecutive batches: acknowledged batches are staged in memory in front
 //! of parity-db and handed over together, so a key many batches rewrite, such as a posting
 //! segment or the counters, is written once.)
 //!
-//! The in-memory membership set that answers `has_statement` (about 11 bytes a statement)
-//! is written to [`SNAPSHOT_FILE`] (6 bytes a statement) when the store closes, and by
+//! The in-memory membership set that answers `has_statement` and gives the id for a lookup
+//! by hash (about 21 bytes a statement) is written to [`SNAPSHOT_FILE`] (6 bytes of
+//! fingerprint and 1-8 of id a statement) when the store closes, and by
 //! maintenance every [`Config::snapshot_changes`] changes ([`Store::write_snapshot`]). Every
 //! removal is also appended to a removal log (id and fingerprint, in meta-column segments).
 //! Opening reads the snapshot; if the database moved on since (a crash), it adds the
@@ -69,7 +71,8 @@
 //! Read path: a MatchAll query intersects the posting lists of its topics (and key), taken
 //! from a per-thread memo, else the shared byte-bounded cache, else disk; broadcasts then
 //! subtract the (usually empty) list of statements that have a decryption key. Matching
-//! bodies come from a byte-bounded cache of recently read statements, else parity-db. The
+//! bodies come from a byte-bounded cache of recently read statements, else parity-db. A
+//! lookup by hash takes the id from the membership set and reads the body alone. The
 //! view lock, the memo and the body cache are built so that concurrent queries write no
 //! shared memory on the hot path (see `view`, `cache`, `bodies`).
 //!
