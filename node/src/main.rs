@@ -53,7 +53,7 @@ use cli::{Cli, Command};
 use std::process::ExitCode;
 
 // jemalloc by default: under a million submits over WebSocket it took 9% more a second than
-// glibc's allocator with the same memory, where mimalloc held 2.8x the memory (benches/README.md).
+// glibc's allocator with the same memory, where mimalloc held 2.8x the memory (benches/HISTORY.md).
 #[cfg(all(feature = "jemalloc", unix))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

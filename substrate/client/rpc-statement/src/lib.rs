@@ -218,7 +218,7 @@ fn store_error(err: impl std::fmt::Display) -> ErrorObjectOwned {
 
 /// A query's answer as JSON: an array of `0x`-hex strings, as `Vec<sp_core::Bytes>` would
 /// serialize, with every item hex-encoded into one reused buffer through a byte-pair table
-/// (a 100-statement answer is ~50 KB of hex; see benches/README.md, "Node under load").
+/// (a 100-statement answer is ~50 KB of hex; see benches/HISTORY.md, "Node under load").
 #[derive(Clone)]
 struct HexList<T>(Vec<T>);
 

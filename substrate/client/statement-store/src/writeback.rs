@@ -21,7 +21,7 @@
 //! checkpoint writes each dirty page of the hash indexes once per checkpoint, and their pages
 //! are hit at random: filling 200,000 statements wrote ~4.8 KB a statement that way, against
 //! ~1.2 KB now (the baseline, parity-db's defaults with its own threads, ~0.66 KB while its
-//! log is still unapplied; see benches/README.md).
+//! log is still unapplied; see benches/HISTORY.md).
 //!
 //! Writers push back: past 4,096 staged batches or 24 MiB handed over and not applied, the
 //! writer does the background work itself ([`Writeback::relieve`]), so a burst waits instead

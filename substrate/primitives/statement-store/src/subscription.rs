@@ -28,7 +28,7 @@ pub const DEFAULT_SUBSCRIBER_QUEUE_BYTES: usize = 1024 * 1024;
 /// What a store with a memory budget for its subscriptions counts for each open one, beside
 /// what it has queued: the subscription's own state in the store and in the RPC server that
 /// serves it. Measured on a release node: 1.7-2.3 KiB per idle subscription (RSS, with
-/// jemalloc; benches/README.md, "Subscriptions at app scale").
+/// jemalloc; benches/HISTORY.md, "Subscriptions at app scale").
 pub const SUBSCRIPTION_STATE_BYTES: usize = 2048;
 
 /// An encoded statement, shared by every subscriber it is queued for rather than copied.

@@ -78,7 +78,7 @@ pub fn hash_encoded(data: &[u8]) -> Hash {
 /// [`hash_encoded`] of each of `inputs`, in order, several at a time: where the CPU has
 /// AVX2, four inputs share each step's vector instructions, about half the time of hashing
 /// them one by one (~0.3 against ~0.54 us per 460-byte statement on the 2-core VM of
-/// benches/README.md). For a reader checking many bodies at once.
+/// benches/HISTORY.md). For a reader checking many bodies at once.
 pub fn hash_encoded_each<'a>(inputs: impl IntoIterator<Item = &'a [u8]>) -> Vec<Hash> {
 	let mut params = blake2b_simd::Params::new();
 	params.hash_length(32);
