@@ -188,11 +188,11 @@ impl Inner {
 
 	/// The id and checked body of the stored statement `hash`, in one read from disk at most:
 	/// the membership set names the candidate ids (one, almost always; more only where
-	/// stored hashes share their first 8 bytes), and a candidate's body, from the cache if it
-	/// was kept with this hash or else from disk, confirms it by the hash it holds (see
-	/// [`schema::body_value`]). `None` if no statement with this hash is stored, or if its body is
-	/// missing or damaged. The caller holds the view lock, so either means the files were
-	/// damaged: the statement is quarantined (logged once, counted, left out of answers, see
+	/// stored hashes share their first 8 bytes), and a candidate's body, from the body cache
+	/// (kept with its hash) or else from disk, confirms it by the hash it holds (see
+	/// [`schema::body_value`]). `None` if no statement with this hash is stored, or if its
+	/// body is missing or damaged. The caller holds the view lock, so the latter means the
+	/// files were damaged: the statement is quarantined (logged once, counted, left out of answers, see
 	/// [`Inner::record`]), so the rest of an answer still comes. `statement-node check-db`
 	/// finds all damage, `repair` rebuilds the indexes without it.
 	pub fn find(&self, hash: &Hash) -> Result<Option<(Id, Fetched)>> {
