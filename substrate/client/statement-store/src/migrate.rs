@@ -1,6 +1,6 @@
 //! Schema migrations, each bringing the database one version up. A step either runs in one
-//! commit, or in chunks whose partial state the next open (and, for schema 5, every reader)
-//! understands, so a crash midway is resumed where it stopped.
+//! commit, or in chunks whose partial state the next open understands, so a crash midway is
+//! resumed where it stopped before anything reads the database.
 
 use crate::{
 	error::bad,
@@ -64,8 +64,9 @@ const CHECK_CHUNK: usize = 65_536;
 
 /// Schema 5 stores each body with its hash behind a 64-bit check ([`schema::body_value`]):
 /// every body in an older form is rewritten, [`CHECK_CHUNK`] a commit, in admission order.
-/// Readers take every form, so a crash midway leaves a sound database, and the next open
-/// goes on (bodies already rewritten are read and left).
+/// A crash midway leaves bodies of both forms; the next open goes on before the store
+/// serves anything (bodies already rewritten are read and left), and readers take only the
+/// schema 5 form.
 ///
 /// The hash comes from blake2 of the encoding, and must agree with what the body was
 /// stored under: a schema 4 body's check, or for an older body the hash column naming its
