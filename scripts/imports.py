@@ -13,7 +13,9 @@ Prints, for each crate directory given (default: the store crate):
 Exits 1 if it finds a circle and `--no-circles` was given, so CI can hold the line once it is
 reached (issue 32).
 
-    python3 scripts/imports.py substrate/client/statement-store [--no-circles]
+    python3 scripts/imports.py substrate/client/statement-store [--no-circles] [--up]
+
+`--up` lists each import that points up.
 """
 
 import os
@@ -78,21 +80,49 @@ def expand_tree(tree):
     return [tree.split(" as ")[0].strip()]
 
 
+def inline_modules(code):
+    """(start, end) offsets of each inline `mod name { ... }` block's body in `code`."""
+    spans = []
+    for match in re.finditer(rf"\bmod\s+{IDENT}\s*\{{", code):
+        level, i = 1, match.end()
+        while i < len(code) and level:
+            level += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        spans.append((match.end(), i))
+    return spans
+
+
 def paths_in(text):
-    """Every path in the file's code: use trees and inline paths (`a::b`, not `x.a::b`)."""
+    """Every path in the file's code: use trees and inline paths (`a::b`, not `x.a::b`), each
+    with how many inline modules (`mod tests { ... }`) it sits in, whose `super`s stay in the
+    file."""
     code = strip_comments(text)
+    spans = inline_modules(code)
+    depth = lambda at: sum(1 for start, end in spans if start <= at < end)
     found = []
     for match in re.finditer(r"\buse\s+([^;]+);", code):
-        found.extend(expand_tree(match.group(1)))
-    code_without_uses = re.sub(r"\buse\s+[^;]+;", "", code)
+        found.extend((path, depth(match.start())) for path in expand_tree(match.group(1)))
+    code_without_uses = re.sub(r"\buse\s+[^;]+;", lambda m: " " * len(m.group(0)), code)
     for match in re.finditer(rf"(?<![:\w.])({IDENT}(?:::{IDENT})+)", code_without_uses):
-        found.append(match.group(1))
+        found.append((match.group(1), depth(match.start())))
     return found
 
 
-def resolve(path, module, files):
-    """The module file a path names: the longest prefix that is a module of the crate."""
+def resolve(path, module, files, inline=0):
+    """The module file a path names: the longest prefix that is a module of the crate.
+    `inline`: how many inline modules of the file the path sits in (their `super`s and
+    `self`s name the file itself)."""
     parts = path.split("::")
+    while inline and parts and parts[0] in ("super", "self"):
+        if parts[0] == "super":
+            inline -= 1
+        parts = parts[1:]
+    if not parts:
+        return None
+    if inline:
+        # A path from inside an inline module that does not leave it: its own items.
+        if parts[0] not in ("crate", "super"):
+            return None
     if parts[0] == "crate":
         base, rest = (), parts[1:]
     elif parts[0] not in ("super", "self"):
@@ -189,8 +219,8 @@ def report_target(crate, files):
     for module, path in sorted(files.items()):
         text = open(path, encoding="utf-8").read()
         targets = set()
-        for found in paths_in(text):
-            target = resolve(found, module, files)
+        for found, inline in paths_in(text):
+            target = resolve(found, module, files, inline)
             if target is not None and target != module:
                 targets.add(target)
         for target in targets:
@@ -198,6 +228,8 @@ def report_target(crate, files):
             graph[module].add(target)
             if module[: len(target)] == target:
                 up += 1
+                if "--up" in sys.argv:
+                    print(f"  up: {'::'.join(module) or 'lib'} -> {'::'.join(target) or 'lib'}")
     name = lambda m: "::".join(m) or "lib"
     groups = circles(graph)
     long = sorted(

@@ -1,7 +1,7 @@
 //! Where per-account allowances come from: a fixed map (genesis, tests) here, chain state in
 //! `chain_allowance`.
 
-use crate::{Error, Result};
+use crate::{error::Error, error::Result};
 use codec::Decode;
 use statement_primitives::{AccountId, StatementAllowance};
 use std::collections::HashMap;

@@ -1,6 +1,8 @@
 //! Allowances read from chain state through a `sc-client-api` backend.
 
-use crate::{allowance::decode_allowance, AllowanceProvider, Error, Result};
+use crate::{
+	allowance::decode_allowance, allowance::AllowanceProvider, error::Error, error::Result,
+};
 use sc_client_api::{backend::StateBackend, Backend, HeaderBackend, TrieCacheContext};
 use sp_runtime::traits::Block as BlockT;
 use statement_primitives::{statement_allowance_key, AccountId, StatementAllowance};

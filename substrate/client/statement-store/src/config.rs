@@ -43,7 +43,7 @@ pub trait Decryptor: Send + Sync {
 	fn decrypt(&self, key: &DecryptionKey, data: &[u8]) -> Option<Vec<u8>>;
 }
 
-/// Options for [`crate::Store::open`]. `Config::new(path)` gives the production defaults.
+/// Options for [`crate::store::Store::open`]. `Config::new(path)` gives the production defaults.
 #[derive(Clone, Debug)]
 pub struct Config {
 	/// Directory of the parity-db database; created if missing.

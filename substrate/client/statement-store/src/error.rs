@@ -56,8 +56,8 @@ pub enum Error {
 	#[error("the database files are damaged: {0}. Stop the node and run `statement-node check-db` to see what is damaged, then `statement-node repair` to rebuild from the intact statements.")]
 	Damaged(String),
 	/// The disk holding the database is nearly full: new statements are refused until space
-	/// is freed (see [`crate::Config::min_free_bytes`]).
-	#[error("the disk holding {path} is nearly full: {} free; new statements are refused until {} are free (the reserve of {} kept for the database, and a quarter more so that submits do not flap on and off)", crate::disk::mib(*free), crate::disk::mib(*resume), crate::disk::mib(*reserve))]
+	/// is freed (see [`crate::config::Config::min_free_bytes`]).
+	#[error("the disk holding {path} is nearly full: {} free; new statements are refused until {} are free (the reserve of {} kept for the database, and a quarter more so that submits do not flap on and off)", mib(*free), mib(*resume), mib(*reserve))]
 	DiskFull {
 		/// Database directory.
 		path: String,
@@ -136,4 +136,10 @@ impl From<Error> for statement_primitives::Error {
 			other => statement_primitives::Error::Db(other.to_string()),
 		}
 	}
+}
+
+/// `bytes` in MiB with one decimal, for messages: "4.5 MiB" (a whole-MiB figure would say
+/// "4 MiB free, below the reserve of 4 MiB").
+pub fn mib(bytes: u64) -> String {
+	format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }

@@ -92,39 +92,21 @@
 #![forbid(unsafe_code)]
 
 mod allowance;
-mod batch;
-mod bodies;
-mod cache;
 #[cfg(feature = "chain")]
 mod chain_allowance;
-mod check;
 mod config;
-mod disk;
 mod error;
-mod intent;
-mod limit;
-mod maintenance;
-mod membership;
+mod index;
 mod metrics;
-mod migrate;
 mod open;
-mod paging;
-mod posting;
 mod read;
-mod read_ahead;
-mod schema;
-mod snapshot;
-mod staging;
 mod store;
-mod submit;
 mod subscription;
-mod view;
-mod writeback;
+mod write;
 
 pub use allowance::{AllowanceProvider, MapAllowances};
 #[cfg(feature = "chain")]
 pub use chain_allowance::{AllowanceAt, ChainAllowances};
-pub use check::{check, repair, CheckReport, RepairReport};
 pub use config::{
 	Clock, Config, Decryptor, DEFAULT_BAN_PERIOD, DEFAULT_BODY_CACHE_BYTES, DEFAULT_CACHE_BYTES,
 	DEFAULT_CHECKPOINT_BYTES, DEFAULT_CHECKPOINT_PERIOD, DEFAULT_MAX_TOTAL_SIZE,
@@ -132,9 +114,12 @@ pub use config::{
 	DEFAULT_SNAPSHOT_PERIOD, DEFAULT_SUBSCRIPTION_BUDGET_BYTES,
 };
 pub use error::{Error, Result};
-pub use maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};
+pub use index::schema::Id;
 pub use metrics::MetricsSnapshot;
-pub use schema::Id;
-pub use snapshot::SNAPSHOT_FILE;
+pub use open::check::{check, repair, CheckReport, RepairReport};
+pub use open::snapshot::SNAPSHOT_FILE;
 pub use store::{StatementsPage, Store};
-pub use subscription::{Encoded, Subscription, DEFAULT_SUBSCRIBER_QUEUE_BYTES};
+pub use subscription::{
+	handle::Subscription, queue::Encoded, subscribe::DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+};
+pub use write::maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};

@@ -3,18 +3,19 @@
 //! writes in `batch` and `submit`, snapshots in `snapshot`.
 
 use crate::{
-	bodies::BodyCache,
-	cache::PostingCache,
-	disk::DiskGuard,
-	intent::IntentLog,
-	membership::{Membership, SnapshotMark},
+	allowance::AllowanceProvider,
+	config::Config,
+	index::membership::{Membership, SnapshotMark},
+	index::schema::{Counters, Id},
 	metrics::{Metrics, MetricsSnapshot},
-	schema::{Counters, Id},
-	staging::Database,
-	subscription::Subscriptions,
-	view::ViewLock,
-	writeback::{Writeback, WritebackThreads},
-	AllowanceProvider, Config,
+	read::bodies::BodyCache,
+	read::cache::PostingCache,
+	read::view::ViewLock,
+	subscription::registry::Subscriptions,
+	write::disk::DiskGuard,
+	write::intent::IntentLog,
+	write::staging::Database,
+	write::writeback::{Writeback, WritebackThreads},
 };
 use parking_lot::Mutex;
 use statement_primitives::{
@@ -272,105 +273,5 @@ impl StatementStore for Store {
 
 	fn check_subscription_room(&self, starting: usize) -> statement_primitives::Result<()> {
 		self.inner.subscriptions.check_room(starting)
-	}
-}
-
-#[cfg(test)]
-mod tests {
-	use super::*;
-	use crate::{paging::PAGE_IDS, Config, MapAllowances};
-	use statement_primitives::StatementSource;
-
-	/// A store allowing 1,000 statements an account, and statement `n` of 16 accounts.
-	fn store_and_signer(
-		dir: &std::path::Path,
-	) -> (Store, impl Fn(u32) -> Statement + Copy + Send + 'static) {
-		use sp_core::Pair;
-		let allowances = MapAllowances::new()
-			.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-		let store = Store::open(Config::new(dir), Arc::new(allowances)).unwrap();
-		let signed = |n: u32| {
-			let mut statement = Statement::new();
-			statement.set_expiry_from_parts(u32::MAX, n);
-			statement.set_plain_data(n.to_le_bytes().to_vec());
-			let mut seed = [7u8; 32];
-			seed[..4].copy_from_slice(&(n % 16).to_le_bytes());
-			statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&seed));
-			statement
-		};
-		(store, signed)
-	}
-
-	#[test]
-	fn a_dump_read_on_several_threads_keeps_admission_order_and_skips_removals() {
-		let dir = tempfile::tempdir().unwrap();
-		let (store, signed) = store_and_signer(dir.path());
-		// Enough pages for every dump thread to read several.
-		let count = (PAGE_IDS * crate::paging::READ_THREADS * 2 + 7) as u32;
-		let mut expected = Vec::new();
-		for n in 0..count {
-			let statement = signed(n);
-			assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
-			expected.push(statement);
-		}
-		for n in (0..count).step_by(7) {
-			store.remove(&expected[n as usize].hash()).unwrap();
-		}
-		let expected: Vec<Hash> =
-			(0..count).filter(|n| n % 7 != 0).map(|n| expected[n as usize].hash()).collect();
-		let dumped = store.statements().unwrap();
-		let hashes: Vec<Hash> = dumped.iter().map(|(hash, _)| *hash).collect();
-		assert_eq!(hashes.len(), expected.len());
-		assert!(hashes == expected, "the dump is out of admission order");
-		assert!(dumped.iter().all(|(hash, statement)| statement.hash() == *hash));
-	}
-
-	#[test]
-	fn a_large_answer_read_ahead_keeps_admission_order_and_skips_removals() {
-		let dir = tempfile::tempdir().unwrap();
-		let (store, signed) = store_and_signer(dir.path());
-		// Enough ids for most of the answer to be read ahead, in more chunks than helpers.
-		let count = (crate::read_ahead::READ_AHEAD_FROM * 4 + 300) as u32;
-		for n in 0..count {
-			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
-		}
-		for n in (0..count).step_by(7) {
-			store.remove(&signed(n).hash()).unwrap();
-		}
-		let expected: Vec<Vec<u8>> =
-			(0..count).filter(|n| n % 7 != 0).map(|n| n.to_le_bytes().to_vec()).collect();
-		// From disk, then with part of the answer in the body cache.
-		store.clear_cache();
-		assert!(store.broadcasts(&[]).unwrap() == expected, "the answer is out of order");
-		assert!(store.inner.bodies.used_bytes() > 0, "the bodies read were offered to the cache");
-		assert!(store.broadcasts(&[]).unwrap() == expected, "the answer is out of order");
-	}
-
-	#[test]
-	fn a_dump_lets_a_writer_commit_between_its_pages() {
-		let dir = tempfile::tempdir().unwrap();
-		let (store, signed) = store_and_signer(dir.path());
-		for n in 0..(PAGE_IDS as u32 * 2 + 10) {
-			assert_eq!(store.submit(signed(n), StatementSource::Local), SubmitResult::New);
-		}
-		let mut pages = 0;
-		store
-			.walk_id_pages(|_, _| {
-				pages += 1;
-				if pages == 1 {
-					// Had the walk kept the view lock, this commit would wait for the whole
-					// walk, which waits for it: the receive would time out.
-					let (done, finished) = std::sync::mpsc::channel();
-					let writer = store.clone();
-					std::thread::spawn(move || {
-						let _ = done.send(writer.submit(signed(100_000), StatementSource::Local));
-					});
-					let result = finished.recv_timeout(std::time::Duration::from_secs(60));
-					assert_eq!(result, Ok(SubmitResult::New), "the writer committed mid-walk");
-				}
-				Ok(())
-			})
-			.unwrap();
-		assert!(pages >= 3, "{pages} pages");
 	}
 }

@@ -1,7 +1,7 @@
 //! Opening: schema checks, migration, intent redo and its gaps, damaged databases.
 use super::*;
-use crate::posting::encode_segment;
-use crate::{read::segments, MapAllowances};
+use crate::index::posting::encode_segment;
+use crate::{allowance::MapAllowances, index::lists::segments};
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
 
 fn open(path: &std::path::Path) -> Result<Store> {
@@ -159,7 +159,7 @@ fn a_schema_3_database_gets_a_hash_and_check_in_each_body_and_answers_the_same()
 	let store = open();
 	assert_eq!(answers(&store), expected);
 	assert_eq!(store.statement(&statements[3].hash()).unwrap(), Some(statements[3].clone()));
-	let report = crate::check::check_open(&store).unwrap();
+	let report = crate::open::check::check_open(&store).unwrap();
 	assert!(report.problems.is_empty(), "{:?}", report.problems);
 	drop(store);
 	assert_schema_5_bodies(dir.path(), &statements);
@@ -210,7 +210,7 @@ fn a_schema_4_database_gets_the_hash_in_each_body_and_answers_the_same() {
 	for statement in &statements {
 		assert_eq!(store.statement(&statement.hash()).unwrap(), Some(statement.clone()));
 	}
-	let report = crate::check::check_open(&store).unwrap();
+	let report = crate::open::check::check_open(&store).unwrap();
 	assert!(report.problems.is_empty(), "{:?}", report.problems);
 	store.remove(&statements[3].hash()).unwrap();
 	assert_eq!(store.statement(&statements[3].hash()).unwrap(), None);
@@ -246,7 +246,7 @@ fn a_body_damaged_before_the_upgrade_to_schema_5_stays_damaged() {
 	let body = schema::StoredBody::of(value);
 	assert!(matches!(body, schema::StoredBody::Hashed { sound: false, .. }));
 	drop(db);
-	let report = crate::check::check(Config::new(dir.path())).unwrap();
+	let report = crate::open::check::check(Config::new(dir.path())).unwrap();
 	assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
 	assert!(report.problems[0].starts_with("statement 8:"), "{:?}", report.problems);
 }
@@ -307,9 +307,9 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 		} else if key[0] == schema::ACCOUNT_PREFIX {
 			// Half of each account's list already moved.
 			let mut pairs = Vec::new();
-			crate::posting::decode_pairs(&value, &mut pairs).unwrap();
+			crate::index::posting::decode_pairs(&value, &mut pairs).unwrap();
 			pairs.truncate(pairs.len() / 2);
-			ops.push((schema::COL_POSTING, key, Some(crate::posting::encode_pairs(&pairs))));
+			ops.push((schema::COL_POSTING, key, Some(crate::index::posting::encode_pairs(&pairs))));
 		}
 	}
 	drop(iter);
@@ -322,16 +322,19 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	drop(db);
 
 	let store = open();
-	let report = crate::check::check_open(&store).unwrap();
+	let report = crate::open::check::check_open(&store).unwrap();
 	assert!(report.problems.is_empty(), "{:?}", report.problems);
-	assert_eq!(crate::read::stored_ids(store.inner.db.raw(), 0, Id::MAX, 100).unwrap(), ids);
+	assert_eq!(
+		crate::index::lists::stored_ids(store.inner.db.raw(), 0, Id::MAX, 100).unwrap(),
+		ids
+	);
 	assert_eq!(answers(&store), expected);
 	assert_eq!(store.statement(&statements[3].hash()).unwrap(), Some(statements[3].clone()));
 	// Removing reads each record from the body and the id from the front of the old value.
 	for statement in &statements[..20] {
 		store.remove(&statement.hash()).unwrap();
 	}
-	let report = crate::check::check_open(&store).unwrap();
+	let report = crate::open::check::check_open(&store).unwrap();
 	assert!(report.problems.is_empty(), "{:?}", report.problems);
 	assert_eq!(report.statements, 20);
 	// Broadcasts answer the data: statement n carries [n]; every fifth one has a key.

@@ -18,10 +18,10 @@
 //! a reader loads from disk cannot be outdated by a commit before it is cached.
 
 use crate::{
-	limit::{ByteLimit, Weigh},
-	posting::PostingList,
-	schema::{Id, PostingKey},
-	Result,
+	error::Result,
+	index::posting::PostingList,
+	index::schema::{Id, PostingKey},
+	read::limit::{ByteLimit, Weigh},
 };
 use parking_lot::RwLock;
 use schnellru::LruMap;

@@ -14,7 +14,7 @@
 //! parity-db's iterators see them. Staging never changes what a reader sees: a change moves
 //! from the staged set to parity-db only after parity-db serves it.
 
-use crate::{schema, Result};
+use crate::{error::Result, index::schema};
 use parity_db::ColId;
 use parking_lot::{Mutex, RwLock};
 use std::{

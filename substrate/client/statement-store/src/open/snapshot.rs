@@ -2,10 +2,11 @@
 //! file, `open` for reading it back).
 
 use crate::{
-	membership::{SnapshotMark, SnapshotTag},
-	schema::{self, Counters, Id, StoredBody},
+	error::Error,
+	error::Result,
+	index::membership::{SnapshotMark, SnapshotTag},
+	index::schema::{self, Counters, Id, StoredBody},
 	store::{Inner, Store},
-	Error, Result,
 };
 use std::sync::atomic::Ordering;
 
@@ -18,7 +19,7 @@ pub const SNAPSHOT_FILE: &str = "membership.snapshot";
 impl Store {
 	/// Write the membership snapshot now, so that opening after a crash starts from it
 	/// instead of walking the journal. [`Store::maintain`] calls this when one is due (see
-	/// [`crate::Config::snapshot_changes`]); submits wait only while the set is copied.
+	/// [`crate::config::Config::snapshot_changes`]); submits wait only while the set is copied.
 	pub fn write_snapshot(&self) -> Result<()> {
 		let inner = &self.inner;
 		let started = std::time::Instant::now();
@@ -156,7 +157,7 @@ pub(crate) fn snapshot_tag(
 	path: &str,
 ) -> Result<SnapshotTag> {
 	let mut last_hash = [0u8; 32];
-	if let Some(id) = crate::read::last_stored_id(db)? {
+	if let Some(id) = crate::index::lists::last_stored_id(db)? {
 		if id >= counters.next_id {
 			return Err(Error::Corrupt {
 				path: path.into(),

@@ -28,7 +28,7 @@
 //! The mark only moves forward; opening compares it with the newest batch found in the
 //! database and the intent files, and a mark past both is a missing tail.
 
-use crate::{Error, Result};
+use crate::{error::Error, error::Result};
 use codec::{Decode, Encode};
 use parking_lot::Mutex;
 use statement_primitives::{AccountId, Hash};

@@ -7,9 +7,9 @@
 
 use crate::{
 	error::bad,
-	schema::{self, Usage},
+	error::Result,
+	index::schema::{self, Usage},
 	store::Store,
-	Result,
 };
 use statement_primitives::AccountId;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ pub struct MaintenanceReport {
 	pub accounts_checked: usize,
 	/// Whether the budget ran out before all work was done.
 	pub incomplete: bool,
-	/// Whether a membership snapshot was written (see [`crate::Store::write_snapshot`]).
+	/// Whether a membership snapshot was written (see [`crate::store::Store::write_snapshot`]).
 	pub snapshot_written: bool,
 }
 
@@ -145,8 +145,8 @@ impl Store {
 	}
 
 	/// Evict the lowest-priority statements (lowest expiry first, over all accounts) until the
-	/// store fits [`crate::Config::max_total_statements`] and
-	/// [`crate::Config::max_total_size`]: opening runs this, so a restart with lower limits
+	/// store fits [`crate::config::Config::max_total_statements`] and
+	/// [`crate::config::Config::max_total_size`]: opening runs this, so a restart with lower limits
 	/// takes effect at once. Returns how many were evicted.
 	pub(crate) fn trim_to_limits(&self) -> Result<u64> {
 		let inner = &self.inner;

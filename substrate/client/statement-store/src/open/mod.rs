@@ -2,23 +2,30 @@
 //! its snapshot, caught up from the journal and the removal log, or from every body), the
 //! intent-log redo after a crash, and trimming to the configured limits.
 
+pub(crate) mod check;
+pub(crate) mod migrate;
+pub(crate) mod snapshot;
+
 use crate::{
-	bodies::BodyCache,
-	cache::PostingCache,
-	disk::DiskGuard,
-	intent::{self, IntentLog},
-	membership::SnapshotMark,
-	membership::{Membership, SnapshotTag},
+	allowance::AllowanceProvider,
+	config::Config,
+	error::Error,
+	error::Result,
+	index::lists::{has_segments, stored_ids},
+	index::membership::SnapshotMark,
+	index::membership::{Membership, SnapshotTag},
+	index::schema::{self, Counters, Id, PostingKey, StoredBody},
 	metrics::Metrics,
-	read::{has_segments, stored_ids},
-	schema::{self, Counters, Id, PostingKey, StoredBody},
-	snapshot::{snapshot_tag, SNAPSHOT_FILE},
-	staging::Database,
+	open::snapshot::{snapshot_tag, SNAPSHOT_FILE},
+	read::bodies::BodyCache,
+	read::cache::PostingCache,
+	read::view::ViewLock,
 	store::{Inner, Store, DRAIN_PERIOD},
-	subscription::Subscriptions,
-	view::ViewLock,
-	writeback::{self, Writeback, WritebackThreads},
-	AllowanceProvider, Config, Error, Result,
+	subscription::registry::Subscriptions,
+	write::disk::DiskGuard,
+	write::intent::{self, IntentLog},
+	write::staging::Database,
+	write::writeback::{self, Writeback, WritebackThreads},
 };
 use codec::Encode;
 use parking_lot::Mutex;
@@ -50,7 +57,7 @@ impl Inner {
 		);
 		let mut counters = self.writer.lock();
 		for (seq, steps) in pending {
-			let batch = crate::batch::Batch::new(self, *counters).redo(steps, tolerant)?;
+			let batch = crate::write::batch::Batch::new(self, *counters).redo(steps, tolerant)?;
 			*counters = batch.commit_replayed(seq)?;
 		}
 		drop(counters);
@@ -312,7 +319,7 @@ fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 					supported: schema::SCHEMA_VERSION,
 				});
 			}
-			crate::migrate::migrate(db, version, path, sync)?;
+			crate::open::migrate::migrate(db, version, path, sync)?;
 			let counters = db
 				.get(schema::COL_META, schema::KEY_COUNTERS)?
 				.ok_or_else(|| corrupt("the counters are missing".into()))?;

@@ -11,11 +11,15 @@
 //! ([`Error::Damaged`]).
 
 use crate::{
+	allowance::MapAllowances,
+	config::Config,
 	error::bad,
 	error::catch_db_panic,
-	posting::{decode_pairs, decode_segment},
-	schema::{self, Id, Record, StoredBody},
-	Config, Error, MapAllowances, Result, Store,
+	error::Error,
+	error::Result,
+	index::posting::{decode_pairs, decode_segment},
+	index::schema::{self, Id, Record, StoredBody},
+	store::Store,
 };
 use statement_primitives::{
 	hash_encoded, SignatureVerificationResult, Statement, StatementAllowance, StatementSource,
@@ -73,7 +77,7 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 	let db = inner.db.raw();
 	let mut report = CheckReport::default();
 	let (mut total_size, mut sizes_known) = (0u64, true);
-	let entries = crate::read::stored_ids(db, 0, Id::MAX, usize::MAX)?;
+	let entries = crate::index::lists::stored_ids(db, 0, Id::MAX, usize::MAX)?;
 	report.statements = entries.len() as u64;
 	for (n, id) in entries.iter().enumerate() {
 		if (n as u64 + 1) % PROGRESS == 0 {
@@ -364,7 +368,7 @@ fn unlimited() -> std::sync::Arc<MapAllowances> {
 #[cfg(test)]
 mod tests {
 	use super::*;
-	use crate::schema::PostingKey;
+	use crate::index::schema::PostingKey;
 	use sp_core::Pair;
 	use statement_primitives::Topic;
 
@@ -416,15 +420,19 @@ mod tests {
 		let mut expiry_list = Vec::new();
 		decode_segment(&db.get(schema::COL_POSTING, &expiring).unwrap().unwrap(), &mut expiry_list);
 		expiry_list.retain(|listed| *listed != id);
-		crate::writeback::commit(
+		crate::write::writeback::commit(
 			&db,
 			vec![
 				(
 					schema::COL_POSTING,
 					topic.to_vec(),
-					Some(crate::posting::encode_segment(&listed)),
+					Some(crate::index::posting::encode_segment(&listed)),
 				),
-				(schema::COL_POSTING, expiring, Some(crate::posting::encode_segment(&expiry_list))),
+				(
+					schema::COL_POSTING,
+					expiring,
+					Some(crate::index::posting::encode_segment(&expiry_list)),
+				),
 				(schema::COL_BODY, schema::body_key(3).to_vec(), Some(signed(200).encode())),
 				(schema::COL_BODY, schema::body_key(5).to_vec(), Some(vec![1, 2, 3])),
 			],

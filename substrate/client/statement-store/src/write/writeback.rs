@@ -6,8 +6,8 @@
 //!
 //! - every 50 ms the *drain* hands everything staged to parity-db as one commit and writes it
 //!   to parity-db's log file (cheap: one commit, one `write`); the intent files it covers go;
-//! - a *checkpoint* (once a second, or after 1 MiB: [`crate::Config::checkpoint_period`],
-//!   [`crate::Config::checkpoint_bytes`]) closes that log file and applies it to parity-db's
+//! - a *checkpoint* (once a second, or after 1 MiB: [`crate::config::Config::checkpoint_period`],
+//!   [`crate::config::Config::checkpoint_bytes`]) closes that log file and applies it to parity-db's
 //!   tables, which frees the memory parity-db held for it.
 //!
 //! Disk writes. Without `sync_wal` parity-db runs with `sync_data` off: applying a log file
@@ -25,7 +25,7 @@
 //!
 //! Writers push back: past 4,096 staged batches or 24 MiB handed over and not applied, the
 //! writer does the background work itself ([`Writeback::relieve`]), so a burst waits instead
-//! of piling up in memory ([`crate::MetricsSnapshot::pending_bytes`]).
+//! of piling up in memory ([`crate::metrics::MetricsSnapshot::pending_bytes`]).
 //!
 //! The drain thread also measures the free disk space (see `disk`).
 //!
@@ -35,7 +35,9 @@
 //! Work they fall behind on is done by writers at their own priority (above), so a busy
 //! machine slows them without letting the backlog grow.
 
-use crate::{disk::DiskGuard, intent::IntentLog, staging::Database, Result};
+use crate::{
+	error::Result, write::disk::DiskGuard, write::intent::IntentLog, write::staging::Database,
+};
 use parking_lot::{Condvar, Mutex};
 use std::{
 	sync::{
@@ -124,8 +126,8 @@ const MAX_PENDING_BYTES: u64 = 24 << 20;
 
 impl Writeback {
 	/// For `db`, whose batches are also appended to `intent`; `sync` and the checkpoint
-	/// pace as in [`crate::Config`].
-	pub fn new(db: Arc<Database>, intent: Arc<IntentLog>, config: &crate::Config) -> Self {
+	/// pace as in [`crate::config::Config`].
+	pub fn new(db: Arc<Database>, intent: Arc<IntentLog>, config: &crate::config::Config) -> Self {
 		let appended = intent.last_appended();
 		Writeback {
 			db,
@@ -352,126 +354,4 @@ impl Drop for WritebackThreads {
 }
 
 #[cfg(test)]
-mod tests {
-	use crate::{Config, MapAllowances, Store};
-	use sp_core::Pair;
-	use statement_primitives::{
-		Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
-	};
-	use std::sync::{
-		atomic::{AtomicBool, Ordering},
-		Arc,
-	};
-
-	fn statement(n: u32) -> Statement {
-		let mut statement = Statement::new();
-		statement.set_expiry_from_parts(u32::MAX, n);
-		statement.set_topic(0, Topic([(n % 7) as u8; 32]));
-		statement.set_plain_data(n.to_le_bytes().repeat(64));
-		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[(n % 5) as u8; 32]));
-		statement
-	}
-
-	/// parity-db log files holding records: the one being written, and any closed and not
-	/// yet applied (applied ones are emptied at once: see `schema::db_options`).
-	fn log_files(dir: &std::path::Path) -> usize {
-		std::fs::read_dir(dir)
-			.unwrap()
-			.map(|entry| entry.unwrap())
-			.filter(|entry| entry.file_name().to_string_lossy().starts_with("log"))
-			.filter(|entry| entry.metadata().unwrap().len() > 0)
-			.count()
-	}
-
-	#[test]
-	fn checkpoints_keep_up_with_writes_that_run_while_they_apply() {
-		let dir = tempfile::tempdir().unwrap();
-		let allowances =
-			MapAllowances::new().with_default(StatementAllowance::new(1 << 20, 1 << 30));
-		let store = Arc::new(Store::open(Config::new(dir.path()), Arc::new(allowances)).unwrap());
-		let writing = Arc::new(AtomicBool::new(true));
-		// A submitter and a drainer run while this thread checkpoints, so that every
-		// checkpoint finds new log records written while it applied the previous ones.
-		let submitter = {
-			let (store, writing) = (store.clone(), writing.clone());
-			std::thread::spawn(move || {
-				let mut n = 0u32;
-				while writing.load(Ordering::Relaxed) {
-					assert_eq!(
-						store.submit(statement(n), StatementSource::Local),
-						SubmitResult::New
-					);
-					n += 1;
-				}
-				u64::from(n)
-			})
-		};
-		let drainer = {
-			let (store, writing) = (store.clone(), writing.clone());
-			std::thread::spawn(move || {
-				while writing.load(Ordering::Relaxed) {
-					store.inner.writeback.drain().unwrap();
-				}
-			})
-		};
-		for _ in 0..60 {
-			store.inner.writeback.checkpoint().unwrap();
-		}
-		writing.store(false, Ordering::Relaxed);
-		let submitted = submitter.join().unwrap();
-		drainer.join().unwrap();
-		// Each checkpoint closes one log file and applies at least one: none pile up. (It
-		// used to close two and apply one, so under a stream they grew by one a checkpoint,
-		// and parity-db held each in memory until the stream stopped.) Nor are applied ones
-		// kept: a crash would replay them all (parity-db keeps 16 by default).
-		let files = log_files(dir.path());
-		assert!(files <= 3, "{files} log files after 60 checkpoints");
-		store.inner.writeback.checkpoint().unwrap();
-		assert_eq!(store.inner.writeback.pending_bytes(), 0);
-		assert_eq!(store.len(), submitted);
-	}
-
-	/// Nice values of this process's threads called `name`, from `/proc/self/task`.
-	#[cfg(target_os = "linux")]
-	fn nice_of_threads(name: &str) -> Vec<i32> {
-		let mut nices = Vec::new();
-		for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-			let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-			if comm.trim_end() != name {
-				continue;
-			}
-			let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-			// Fields after the name (which may hold spaces): state is field 3, nice field 19.
-			let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-			if let Some(nice) = after_name.split_whitespace().nth(16) {
-				nices.push(nice.parse().unwrap());
-			}
-		}
-		nices
-	}
-
-	#[cfg(target_os = "linux")]
-	#[test]
-	fn the_writeback_threads_run_below_the_process_priority() {
-		let dir = tempfile::tempdir().unwrap();
-		let allowances = MapAllowances::new().with_default(StatementAllowance::new(10, 1 << 20));
-		let _store = Store::open(Config::new(dir.path()), Arc::new(allowances)).unwrap();
-		let process = rustix::process::getpriority_process(None).unwrap();
-		let wanted = (process + super::BACKGROUND_NICE).min(19);
-		// Other tests' stores run threads of the same names: every one must be lowered.
-		let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-		for name in ["stmt-store-log", "stmt-store-ckpt"] {
-			loop {
-				let nices = nice_of_threads(name);
-				if !nices.is_empty() && nices.iter().all(|nice| *nice == wanted) {
-					break;
-				}
-				assert!(
-					std::time::Instant::now() < deadline,
-					"{name} threads at nice {nices:?}, want {wanted} (process at {process})"
-				);
-				std::thread::sleep(std::time::Duration::from_millis(10));
-			}
-		}
-	}
-}
+mod tests;

@@ -31,7 +31,7 @@
 //! id needs (the header says how many). Loading it fills the tables on up to four threads while
 //! the file is read and checked.
 
-use crate::schema::{fingerprint, Id};
+use crate::index::schema::{fingerprint, Id};
 use parking_lot::RwLock;
 use statement_primitives::Hash;
 use std::{

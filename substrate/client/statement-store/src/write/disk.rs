@@ -4,10 +4,10 @@
 //! of a file it has extended, the process gets SIGBUS and dies, with no error to handle and
 //! nothing logged. So the store does not wait for a write to fail: the background drain
 //! thread measures the free space of the database's file system every time it runs (every
-//! 50 ms), and while it is below [`crate::Config::min_free_bytes`] submits are refused with
-//! [`crate::Error::DiskFull`]. Reads, removals, maintenance and checkpoints go on: they free
+//! 50 ms), and while it is below [`crate::config::Config::min_free_bytes`] submits are refused with
+//! [`crate::error::Error::DiskFull`]. Reads, removals, maintenance and checkpoints go on: they free
 //! space, or write only into the reserve (a checkpoint applies what was handed to parity-db
-//! since the last one, about [`crate::Config::checkpoint_bytes`], and writers wait past 24 MiB
+//! since the last one, about [`crate::config::Config::checkpoint_bytes`], and writers wait past 24 MiB
 //! pending). When space returns (a quarter of the
 //! reserve more than the reserve, so that submits do not flap), submits resume by themselves.
 //!
@@ -16,7 +16,7 @@
 //! refused before the next measurement rather than after; the default reserve (128 MiB)
 //! holds what can be pending several times over.
 
-use crate::Error;
+use crate::error::{mib, Error};
 use std::{
 	path::PathBuf,
 	sync::atomic::{AtomicBool, AtomicU64, Ordering},
@@ -117,12 +117,6 @@ impl DiskGuard {
 	pub fn state(&self) -> (u64, bool) {
 		(self.free.load(Ordering::Relaxed), self.low.load(Ordering::Acquire))
 	}
-}
-
-/// `bytes` in MiB with one decimal, for messages: "4.5 MiB" (a whole-MiB figure would say
-/// "4 MiB free, below the reserve of 4 MiB").
-pub fn mib(bytes: u64) -> String {
-	format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
 #[cfg(test)]

@@ -5,11 +5,12 @@
 
 use crate::{
 	error::bad,
-	intent::Step,
-	posting::{decode_pairs, encode_pairs, encode_segment},
-	schema::{self, Counters, Id, PostingKey, Record, Usage},
+	error::Error,
+	error::Result,
+	index::posting::{decode_pairs, encode_pairs, encode_segment},
+	index::schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
-	Error, Result,
+	write::intent::Step,
 };
 use codec::Encode;
 use parity_db::ColId;
@@ -523,7 +524,7 @@ impl<'a> Batch<'a> {
 
 #[cfg(test)]
 mod tests {
-	use crate::{Config, MapAllowances, Store};
+	use crate::{allowance::MapAllowances, config::Config, store::Store};
 	use sp_core::Pair;
 	use statement_primitives::{
 		Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
@@ -573,7 +574,10 @@ mod tests {
 		store.inner.writeback.checkpoint().unwrap();
 		for n in 1..=5 {
 			let hash = signed(n).hash();
-			assert_eq!(store.inner.db.raw().get(crate::schema::COL_HASH, &hash).unwrap(), None);
+			assert_eq!(
+				store.inner.db.raw().get(crate::index::schema::COL_HASH, &hash).unwrap(),
+				None
+			);
 		}
 		assert_eq!(store.submit(signed(1), StatementSource::Local), SubmitResult::New);
 		assert_eq!(store.len(), 3);

@@ -4,10 +4,11 @@
 
 use crate::{
 	error::bad,
-	posting::{decode_pairs, decode_segment, encode_pairs, encode_segment, segment_base},
-	read::{segments_under, stored_ids},
-	schema::{self, Id, PostingKey, StoredBody},
-	writeback, Result,
+	error::Result,
+	index::lists::{segments_under, stored_ids},
+	index::posting::{decode_pairs, decode_segment, encode_pairs, encode_segment},
+	index::schema::{self, segment_base, Id, PostingKey, StoredBody},
+	write::writeback,
 };
 use codec::Encode;
 use std::collections::BTreeMap;

@@ -1,16 +1,7 @@
 //! Posting lists: the sorted ids of the statements under one topic or key, on disk in segments
 //! and in memory as one sorted vector, and their intersection.
 
-use crate::schema::Id;
-
-/// Ids per on-disk segment span. Ids only grow, so appends touch the last segment, and one
-/// submit rewrites a few hundred bytes per list, not the whole list.
-pub const SEGMENT_SPAN: Id = 4096;
-
-/// First id of the segment holding `id`.
-pub fn segment_base(id: Id) -> Id {
-	id - id % SEGMENT_SPAN
-}
+use crate::index::schema::Id;
 
 /// Append `value` as LEB128.
 fn put_varint(out: &mut Vec<u8>, mut value: u64) {

@@ -8,20 +8,17 @@
 //! by one page's id lookup, not by the whole walk and its body reads.
 
 use crate::{
-	posting::intersect,
-	read::stored_ids,
-	read_ahead::HASH_GROUP,
-	schema::{Id, PostingKey},
+	error::Result,
+	index::lists::stored_ids,
+	index::posting::intersect,
+	index::schema::{Id, PostingKey},
+	read::read_ahead::{HASH_GROUP, READ_THREADS},
 	store::{Inner, StatementsPage, Store},
-	Result,
 };
 use statement_primitives::{Hash, Statement, TopicFilter};
 
 /// Most ids one page takes under the view lock: a few hundred microseconds of lookups.
 pub const PAGE_IDS: usize = 512;
-
-/// Most threads a large read (a dump, the bodies of a large answer) reads on.
-pub const READ_THREADS: usize = 4;
 
 /// Ids taken for a page: the ids, and how far the walk looked (the next page starts after
 /// it), `None` when nothing is left.
@@ -278,15 +275,4 @@ fn within(ids: &[Id], after: Id, below: Id) -> &[Id] {
 }
 
 #[cfg(test)]
-mod tests {
-	use super::within;
-
-	#[test]
-	fn within_keeps_ids_strictly_between_the_bounds() {
-		let ids = [1, 3, 5, 7, 9];
-		assert_eq!(within(&ids, 3, 9), &[5, 7]);
-		assert_eq!(within(&ids, 0, 100), &ids);
-		assert!(within(&ids, 9, 100).is_empty());
-		assert!(within(&ids, 5, 2).is_empty());
-	}
-}
+mod tests;

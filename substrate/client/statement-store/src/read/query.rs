@@ -3,12 +3,14 @@
 
 use crate::{
 	error::bad,
-	paging::PAGE_IDS,
-	posting::{decode_segment, intersect, PostingList},
-	read_ahead::{Fetched, HASH_GROUP, READ_AHEAD_FROM, READ_AHEAD_WINDOW},
-	schema::{self, Id, PostingKey, Record, StoredBody},
+	error::Error,
+	error::Result,
+	index::lists::segments,
+	index::posting::{decode_segment, intersect, PostingList},
+	index::schema::{self, Id, PostingKey, Record, StoredBody},
+	read::paging::PAGE_IDS,
+	read::read_ahead::{Fetched, HASH_GROUP, READ_AHEAD_FROM, READ_AHEAD_WINDOW},
 	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
-	Error, Result,
 };
 use statement_primitives::{
 	check_match_all, hash_encoded_each, DecryptionKey, Fields, Hash, Statement, Topic,
@@ -178,7 +180,7 @@ impl Inner {
 	/// while its weight fits in `keep`, which it is taken from.
 	pub fn offer_body(&self, id: Id, body: Vec<u8>, hash: Hash, keep: &mut usize) -> Arc<[u8]> {
 		let body: Arc<[u8]> = Arc::from(body);
-		let weight = crate::bodies::BodyCache::weight(&body);
+		let weight = crate::read::bodies::BodyCache::weight(&body);
 		if weight <= *keep {
 			*keep -= weight;
 			self.bodies.insert(id, body.clone(), hash);
@@ -364,83 +366,4 @@ impl Inner {
 /// broadcasts).
 fn carries(fields: &Fields<'_>, key: Option<DecryptionKey>, topics: &[Topic]) -> bool {
 	fields.decryption_key() == key && topics.iter().all(|topic| fields.topics().contains(topic))
-}
-
-/// Stored ids in `[from, below)` in admission order, at most `limit`, from the segments of
-/// [`PostingKey::All`] as parity-db holds them (callers hand the staged batches over first).
-pub(crate) fn stored_ids(db: &parity_db::Db, from: Id, below: Id, limit: usize) -> Result<Vec<Id>> {
-	let all = PostingKey::All;
-	let prefix = all.prefix();
-	let mut iter = db.iter(schema::COL_POSTING)?;
-	iter.seek(&all.segment_key(all.segment_base(from)))?;
-	let (mut ids, mut segment) = (Vec::new(), Vec::new());
-	while ids.len() < limit {
-		let Some((key, value)) = iter.next()? else { break };
-		if !key.starts_with(&prefix) {
-			break;
-		}
-		segment.clear();
-		decode_segment(&value, &mut segment).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
-		for &id in segment.iter().filter(|id| **id >= from) {
-			if id >= below || ids.len() == limit {
-				return Ok(ids);
-			}
-			ids.push(id);
-		}
-	}
-	Ok(ids)
-}
-
-/// The highest stored id, from the last segment of [`PostingKey::All`] as parity-db holds it.
-pub(crate) fn last_stored_id(db: &parity_db::Db) -> Result<Option<Id>> {
-	let prefix = PostingKey::All.prefix();
-	let mut past = prefix.clone();
-	past[0] += 1;
-	let mut iter = db.iter(schema::COL_POSTING)?;
-	iter.seek(&past)?;
-	while let Some((key, value)) = iter.prev()? {
-		if key >= past {
-			continue;
-		}
-		if !key.starts_with(&prefix) {
-			return Ok(None);
-		}
-		let mut ids = Vec::new();
-		decode_segment(&value, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
-		// Segments are deleted when they empty; an empty one is passed over all the same.
-		if let Some(last) = ids.last() {
-			return Ok(Some(*last));
-		}
-	}
-	Ok(None)
-}
-
-/// Whether `key` has any segment on disk.
-pub(crate) fn has_segments(db: &parity_db::Db, key: PostingKey) -> Result<bool> {
-	let prefix = key.prefix();
-	let mut iter = db.iter(schema::COL_POSTING)?;
-	iter.seek(&prefix)?;
-	Ok(iter.next()?.is_some_and(|(segment_key, _)| segment_key.starts_with(&prefix)))
-}
-
-/// The ids in `key`'s segments on disk.
-pub(crate) fn segments(db: &parity_db::Db, key: PostingKey) -> Result<Vec<Id>> {
-	let prefix = key.prefix();
-	segments_under(db, &prefix, prefix.len() + 8)
-}
-
-/// The ids in the posting segments whose keys start with `prefix` and are `key_len` long.
-pub(crate) fn segments_under(db: &parity_db::Db, prefix: &[u8], key_len: usize) -> Result<Vec<Id>> {
-	let mut iter = db.iter(schema::COL_POSTING)?;
-	iter.seek(prefix)?;
-	let mut ids = Vec::new();
-	while let Some((segment_key, value)) = iter.next()? {
-		if !segment_key.starts_with(prefix) {
-			break;
-		}
-		if segment_key.len() == key_len {
-			decode_segment(&value, &mut ids).ok_or_else(|| bad(schema::COL_POSTING, "segment"))?;
-		}
-	}
-	Ok(ids)
 }

@@ -6,9 +6,10 @@
 
 use crate::{
 	error::bad,
-	schema::{self, Id, Record},
+	error::Error,
+	error::Result,
+	index::schema::{self, Id, Record},
 	store::Store,
-	Error, Result,
 };
 use statement_primitives::{
 	hash_encoded, AccountId, Hash, InvalidReason, RejectionReason, SignatureVerificationResult,

@@ -4,7 +4,7 @@
 //! journal's sequence). Indexes refer to statements by id, so posting lists hold 8-byte ids,
 //! not 32-byte hashes. A statement and every index entry for it are written in one commit.
 
-use crate::{Error, Result};
+use crate::{error::Error, error::Result};
 use codec::{Decode, Encode};
 use parity_db::{ColId, ColumnOptions, Options};
 use statement_primitives::{AccountId, Channel, DecryptionKey, Hash, Statement, Topic};
@@ -12,6 +12,15 @@ use std::path::Path;
 
 /// Compact local id of a statement: its admission sequence number.
 pub type Id = u64;
+
+/// Ids per on-disk segment span. Ids only grow, so appends touch the last segment, and one
+/// submit rewrites a few hundred bytes per list, not the whole list.
+pub const SEGMENT_SPAN: Id = 4096;
+
+/// First id of the segment holding `id`.
+pub fn segment_base(id: Id) -> Id {
+	id - id % SEGMENT_SPAN
+}
 
 /// Schema version, 1 key: `b"schema"`. Counters: `b"counters"`.
 pub const COL_META: ColId = 0;
@@ -261,7 +270,7 @@ pub const LEGACY_NO_KEY_PREFIX: u8 = 0;
 
 /// First byte of the account lists: account ++ expiry second (BE) ++ segment base (BE) ->
 /// the account's statements expiring in that second, as (id, low 32 bits of the expiry)
-/// pairs ([`crate::posting::encode_pairs`]). An account's statements in eviction order are
+/// pairs ([`crate::index::posting::encode_pairs`]). An account's statements in eviction order are
 /// its lists in key order, each second's pairs sorted by the low bits.
 pub const ACCOUNT_PREFIX: u8 = 6;
 
@@ -277,12 +286,12 @@ pub fn account_lists(account: &AccountId) -> Vec<u8> {
 }
 
 /// Key of the account list holding statement `id` of `account` expiring at `expiry`. Spans
-/// [`crate::posting::SEGMENT_SPAN`] ids: an account holds at most its allowance's count of
+/// [`SEGMENT_SPAN`] ids: an account holds at most its allowance's count of
 /// statements, which bounds what one submit rewrites.
 pub fn account_list_key(account: &AccountId, expiry: u64, id: Id) -> Vec<u8> {
 	let mut key = account_lists(account);
 	key.extend_from_slice(&(expiry >> 32).to_be_bytes());
-	key.extend_from_slice(&crate::posting::segment_base(id).to_be_bytes());
+	key.extend_from_slice(&segment_base(id).to_be_bytes());
 	key
 }
 
@@ -315,14 +324,14 @@ impl PostingKey {
 		out
 	}
 
-	/// Ids a segment of this list spans: [`crate::posting::SEGMENT_SPAN`], and a sixteenth
+	/// Ids a segment of this list spans: [`SEGMENT_SPAN`], and a sixteenth
 	/// of that for the list of all statements and the expiry lists, which hold nearly every
 	/// id (all of them, or those of one busy second), where a segment of 4,096 would be
 	/// rewritten whole (up to 4 KiB) by each submit.
 	pub fn segment_span(&self) -> Id {
 		match self {
-			PostingKey::All | PostingKey::Expiry(_) => crate::posting::SEGMENT_SPAN / 16,
-			_ => crate::posting::SEGMENT_SPAN,
+			PostingKey::All | PostingKey::Expiry(_) => SEGMENT_SPAN / 16,
+			_ => SEGMENT_SPAN,
 		}
 	}
 

@@ -10,9 +10,12 @@
 //! the bodies in flight are a few chunks whatever the answer's size. The asker holds the view
 //! lock throughout, as it does reading alone, so a helper reads what the asker would have.
 
-use crate::{paging::READ_THREADS, schema::Id, store::Inner, Error, Result};
+use crate::{error::Error, error::Result, index::schema::Id, store::Inner};
 use statement_primitives::Hash;
 use std::sync::{mpsc, Arc};
+
+/// Most threads a large read (a dump, the bodies of a large answer) reads on.
+pub const READ_THREADS: usize = 4;
 
 /// Fewer ids left are read on the asking thread alone: starting helpers would cost more
 /// than they save.

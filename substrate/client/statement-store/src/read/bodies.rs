@@ -15,8 +15,8 @@
 //! membership set names the id, the kept hash confirms it is the statement asked for.
 
 use crate::{
-	limit::{ByteLimit, Weigh},
-	schema::Id,
+	index::schema::Id,
+	read::limit::{ByteLimit, Weigh},
 };
 use parking_lot::RwLock;
 use schnellru::LruMap;
