@@ -15,26 +15,23 @@
 //! # Parts
 //!
 //! ```text
-//!   Store (store) ── open ──> parity-db + intent log + membership set
-//!     │ writes: submit ─> batch (Inner::write) ─> intent ─> staging ─> writeback ─> parity-db
-//!     │ reads:  read ─> cache / bodies / view ─> staging ─> parity-db
-//!     └ maintenance, snapshot, subscription + paging, check (check-db / repair), disk
+//!   store.rs   Store (the handle), Inner (the state the parts share), closing, the trait
+//!   config.rs, error.rs, metrics.rs, allowance.rs, chain_allowance.rs
+//!   open/      opening: directory and schema checks, intent redo, trimming (mod.rs);
+//!              loading the membership set (load); schema upgrades (migrate); the snapshot
+//!              (snapshot); check-db and repair (check)
+//!   write/     submit ─> batch ─> intent ─> staging ─> writeback ─> parity-db;
+//!              maintenance (expiry, bans, limits); disk (free-space watch)
+//!   read/      query (MatchAll, bodies by id and by hash) ─> cache / bodies / view ─> staging;
+//!              paging (walks a page at a time), read_ahead (bodies on helper threads), limit
+//!   index/     schema (columns, keys, values), posting (id lists), lists (whole lists from
+//!              disk), membership (the in-memory hash set: table, snapshot file)
+//!   subscription/  registry and matcher thread, queue, handle (Subscription), subscribe
 //! ```
 //!
-//! - `store`: the handle, the shared state every room works on (`Inner`), closing, the trait.
-//! - `open`: directory and schema checks, the membership set, intent redo, trimming;
-//!   `migrate`: schema upgrades, one commit a step.
-//! - `submit`: the submit pipeline and removals; `batch`: one atomic change and the one
-//!   write path (`Inner::write`); `intent`: the redo log every change is appended to first;
-//!   `staging`: acknowledged batches in memory in front of parity-db; `writeback`: the drain
-//!   and checkpoint threads that move them into parity-db; `disk`: free-space watch.
-//! - `read`: MatchAll queries and body reads (checked against their hash); `read_ahead`: a
-//!   large answer's bodies read on helper threads; `cache`, `bodies`, `limit`: the
-//!   byte-bounded caches; `view`: the reader/publisher lock; `posting`: id lists.
-//! - `subscription`, `paging`: bounded subscribers and walks that hold the view lock a page at
-//!   a time; `snapshot`, `membership`: the in-memory hash set and its snapshot file.
-//! - `maintenance`: expiry, ban purge, allowance re-checks, trimming to the limits.
-//! - `check`: verify everything, rebuild from the bodies. `schema`: the on-disk layout.
+//! Files import each other along these arrows only: no two files reach each other, and
+//! only tests and the membership snapshot file import their parent
+//! (`python3 scripts/imports.py` counts them; CI fails on a circle).
 //!
 //! # Layout and invariants
 //!

@@ -285,3 +285,6 @@ fn apply_log(db: &parity_db::Db) -> Result<()> {
 	db.process_reindex()?;
 	Ok(())
 }
+
+#[cfg(test)]
+mod tests;
