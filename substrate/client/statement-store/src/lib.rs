@@ -66,7 +66,9 @@
 //! sees half a change, and the cache never disagrees with the disk.
 //!
 //! Read path: a MatchAll query intersects the posting lists of its topics (and key), taken
-//! from a per-thread memo, else the shared byte-bounded cache, else disk; broadcasts then
+//! from a per-thread memo, else the shared byte-bounded cache, else disk (parity-db's
+//! segments with the staged batches' laid over them, so a reader never hands staged batches
+//! to parity-db: only writers do); broadcasts then
 //! subtract the (usually empty) list of statements that have a decryption key. Matching
 //! bodies come from a byte-bounded cache of recently read statements, else parity-db. A
 //! lookup by hash takes the id from the membership set and reads the body alone. The

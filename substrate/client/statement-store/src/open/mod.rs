@@ -209,7 +209,7 @@ impl Store {
 				),
 			}
 		);
-		let keyed = has_segments(&db, PostingKey::Keyed)?;
+		let keyed = has_segments(&*db, PostingKey::Keyed)?;
 		let banned = {
 			let mut iter = db.iter(schema::COL_BAN_ORDER)?;
 			iter.seek_to_first()?;

@@ -46,8 +46,7 @@ impl Inner {
 	/// lock.
 	pub fn journal_page(&self, after: Id, below: Id, limit: usize) -> Result<Ids<Id>> {
 		let _view = self.view.read();
-		self.db.hand_over()?;
-		let entries = stored_ids(self.db.raw(), after.saturating_add(1), below, limit)?;
+		let entries = stored_ids(&*self.db, after.saturating_add(1), below, limit)?;
 		let scanned_to = entries.last().copied();
 		Ok(Ids { entries, scanned_to })
 	}

@@ -167,13 +167,12 @@ impl Inner {
 		self.cache.get_or_load(key, |key| self.list_from_disk(key))
 	}
 
-	/// The ids of `key`'s list, read from disk. Segments are read by ordered iteration,
-	/// which needs the staged batches in parity-db: handed over first (overlaying the staged
-	/// layers on parity-db's answer instead would race with the drain thread replacing those
-	/// layers).
+	/// The ids of `key`'s list, read from disk: its segments in order, the staged batches'
+	/// laid over parity-db's (see [`Database::overlay`]), so a query never hands them over.
+	///
+	/// [`Database::overlay`]: crate::write::staging::Database::overlay
 	fn list_from_disk(&self, key: PostingKey) -> Result<Vec<Id>> {
-		self.db.hand_over()?;
-		segments(self.db.raw(), key)
+		segments(&*self.db, key)
 	}
 
 	/// A body read from disk for an answer, shared: kept in the body cache (with its hash)

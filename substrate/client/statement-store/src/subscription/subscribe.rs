@@ -49,10 +49,7 @@ impl Store {
 		}
 		let _view = self.inner.view.read();
 		// Every stored statement has a lower id, every later one a higher id.
-		let below = {
-			self.inner.db.hand_over()?;
-			crate::index::lists::last_stored_id(self.inner.db.raw())?.map_or(1, |id| id + 1)
-		};
+		let below = crate::index::lists::last_stored_id(&*self.inner.db)?.map_or(1, |id| id + 1);
 		let total = match &filter {
 			TopicFilter::MatchAll(topics) if !topics.is_empty() => {
 				let mut lists = Vec::new();

@@ -9,12 +9,20 @@
 //! background thread hands everything staged to parity-db as one commit, in which a key
 //! written by many batches is written once with its newest value.
 //!
-//! Point reads look in the staged changes first. Ordered iteration (maintenance, eviction,
-//! posting lists read from disk, the journal) first hands the staged changes to parity-db, so
-//! parity-db's iterators see them. Staging never changes what a reader sees: a change moves
-//! from the staged set to parity-db only after parity-db serves it.
+//! Point reads look in the staged changes first. Readers that walk keys in order (posting
+//! lists read from disk, the journal, a subscription's start) walk parity-db with the staged
+//! changes under the walk's prefix laid over it ([`Database::walk`]); they never hand
+//! anything over. Writers that walk (maintenance, eviction) hand the staged changes to
+//! parity-db first ([`Database::iter`]). Staging never changes what a reader sees: a change
+//! moves from the staged set to parity-db only after parity-db serves it.
 
-use crate::{error::Result, index::schema};
+use crate::{
+	error::Result,
+	index::{
+		lists::{Ordered, Walk},
+		schema,
+	},
+};
 use parity_db::ColId;
 use parking_lot::{Mutex, RwLock};
 use std::{
@@ -132,6 +140,34 @@ impl Database {
 	/// they added.
 	pub fn iter_behind(&self, col: ColId) -> Result<parity_db::BTreeIterator<'_>> {
 		Ok(self.db.iter(col)?)
+	}
+
+	/// A walk over `col` that sees every change staged so far under `prefix`, without handing
+	/// anything over: parity-db's iterator with the staged values under `prefix` laid over
+	/// it. The caller holds the store's view lock (shared), so nothing is staged while it
+	/// walks; the drain thread may hand the staged changes over meanwhile, which changes
+	/// nothing the walk yields, as parity-db then holds the same values the walk took from
+	/// the staged set first.
+	pub fn overlay(&self, col: ColId, prefix: &[u8]) -> Result<Overlay<'_>> {
+		let mut staged = Vec::new();
+		if self.staged_keys.load(Ordering::Acquire) != 0 {
+			let layers = self.staged.read();
+			let newest_first = std::iter::once(&layers.current)
+				.chain([&layers.handing_over, &layers.recent].into_iter().flatten().map(|l| &**l));
+			for (age, layer) in newest_first.enumerate() {
+				for (key, value) in layer[col as usize].iter() {
+					if key.starts_with(prefix) {
+						staged.push((key.clone(), age, value.clone()));
+					}
+				}
+			}
+		}
+		// Each key once, with its newest value.
+		staged.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+		staged.dedup_by(|later, first| later.0 == first.0);
+		let staged = staged.into_iter().map(|(key, _, value)| (key, value)).collect();
+		let db = crate::error::catch_db_panic(|| Ok(self.db.iter(col)?))?;
+		Ok(Overlay { db, staged, seek: Vec::new(), direction: None, at: 0, ahead: None })
 	}
 
 	/// Stage one batch. The caller holds the store's view lock exclusively, so readers see
@@ -256,6 +292,125 @@ impl Database {
 	}
 }
 
+impl Ordered for Database {
+	type Walk<'a> = Overlay<'a>;
+
+	fn walk(&self, col: ColId, prefix: &[u8]) -> Result<Overlay<'_>> {
+		self.overlay(col, prefix)
+	}
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+	Ascending,
+	Descending,
+}
+
+/// parity-db's walk of a column with the staged values under a prefix laid over it (see
+/// [`Database::overlay`]): a staged value takes the place of parity-db's for its key, a
+/// staged removal hides parity-db's key.
+pub struct Overlay<'a> {
+	db: parity_db::BTreeIterator<'a>,
+	/// The staged keys under the prefix, ascending, each with its newest value (`None`:
+	/// removed).
+	staged: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+	/// Where the walk was sought.
+	seek: Vec<u8>,
+	/// Which way it walks since the seek (`None`: not yet).
+	direction: Option<Direction>,
+	/// Ascending: the next staged entry to yield; descending: one past it.
+	at: usize,
+	/// parity-db's next entry in the walk's direction, once read.
+	ahead: Option<Option<(Vec<u8>, Vec<u8>)>>,
+}
+
+impl Overlay<'_> {
+	/// Start walking `direction` from the seek position, if not walking that way already.
+	fn turn(&mut self, direction: Direction) {
+		if self.direction != Some(direction) {
+			self.direction = Some(direction);
+			// As parity-db's walk: from the sought key itself, either way.
+			let seek = self.seek.as_slice();
+			self.at = match direction {
+				Direction::Ascending => {
+					self.staged.partition_point(|(key, _)| key.as_slice() < seek)
+				}
+				Direction::Descending => {
+					self.staged.partition_point(|(key, _)| key.as_slice() <= seek)
+				}
+			};
+			self.ahead = None;
+		}
+	}
+
+	/// The next entry of the merged walk in `direction`.
+	fn step(&mut self, direction: Direction) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+		self.turn(direction);
+		loop {
+			if self.ahead.is_none() {
+				let read = match direction {
+					Direction::Ascending => self.db.next()?,
+					Direction::Descending => self.db.prev()?,
+				};
+				self.ahead = Some(read);
+			}
+			let from_db = self.ahead.as_ref().expect("read above").as_ref().map(|(key, _)| key);
+			let staged = match direction {
+				Direction::Ascending => self.staged.get(self.at),
+				Direction::Descending => self.at.checked_sub(1).map(|at| &self.staged[at]),
+			};
+			let Some((staged_key, _)) = staged else {
+				// Nothing staged left this way: parity-db's entry as it is.
+				return Ok(self.ahead.take().expect("read above"));
+			};
+			let staged_first = match (from_db, direction) {
+				(None, _) => true,
+				(Some(key), Direction::Ascending) => staged_key <= key,
+				(Some(key), Direction::Descending) => staged_key >= key,
+			};
+			if !staged_first {
+				return Ok(self.ahead.take().expect("read above"));
+			}
+			if from_db == Some(staged_key) {
+				// The staged value replaces parity-db's.
+				self.ahead = None;
+			}
+			let (key, value) = match direction {
+				Direction::Ascending => {
+					self.at += 1;
+					&self.staged[self.at - 1]
+				}
+				Direction::Descending => {
+					self.at -= 1;
+					&self.staged[self.at]
+				}
+			};
+			if let Some(value) = value {
+				return Ok(Some((key.clone(), value.clone())));
+			}
+			// Removed by a staged batch: walk on.
+		}
+	}
+}
+
+impl Walk for Overlay<'_> {
+	fn seek(&mut self, key: &[u8]) -> Result<()> {
+		self.db.seek(key)?;
+		self.seek = key.to_vec();
+		self.direction = None;
+		self.ahead = None;
+		Ok(())
+	}
+
+	fn next(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+		self.step(Direction::Ascending)
+	}
+
+	fn prev(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+		self.step(Direction::Descending)
+	}
+}
+
 /// Bytes of keys and values in `ops`.
 fn ops_bytes<'a>(ops: impl Iterator<Item = (&'a Vec<u8>, &'a Option<Vec<u8>>)>) -> u64 {
 	ops.map(|(key, value)| (key.len() + value.as_ref().map_or(0, Vec::len)) as u64).sum()
@@ -328,5 +483,73 @@ mod tests {
 			seen.push(value[0]);
 		}
 		assert_eq!(seen, vec![1, 2, 3]);
+	}
+
+	type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+	/// Changes to keys `[first, x]`, `first` in 1..=3 (the walks below take prefix 2).
+	fn ops() -> impl proptest::strategy::Strategy<Value = Ops> {
+		use proptest::prelude::*;
+		proptest::collection::vec(((1u8..=3, 0u8..8), proptest::option::of(0u8..=255)), 0..12)
+			.prop_map(|ops| {
+				ops.into_iter()
+					.map(|((a, b), value)| (vec![a, b], value.map(|v| vec![v])))
+					.collect()
+			})
+	}
+
+	/// Every walk's entries under `prefix`, from `seek`, ascending and descending.
+	fn walks(db: &impl Ordered, prefix: &[u8], seek: &[u8]) -> (Ops, Ops) {
+		let mut walk = db.walk(schema::COL_POSTING, prefix).unwrap();
+		let mut up = Vec::new();
+		walk.seek(seek).unwrap();
+		while let Some((key, value)) = walk.next().unwrap() {
+			up.push((key, Some(value)));
+		}
+		let mut down = Vec::new();
+		walk.seek(seek).unwrap();
+		while let Some((key, value)) = walk.prev().unwrap() {
+			down.push((key, Some(value)));
+		}
+		let under =
+			|entries: Ops| entries.into_iter().filter(|(k, _)| k.starts_with(prefix)).collect();
+		(under(up), under(down))
+	}
+
+	proptest::proptest! {
+		#![proptest_config(proptest::test_runner::Config::with_cases(256))]
+
+		/// A walk of the staged database sees what parity-db would after a hand-over, and
+		/// hands nothing over itself.
+		#[test]
+		fn an_overlay_walk_sees_what_parity_db_sees_after_a_hand_over(
+			base in ops(), handed in ops(), staged in ops(), seek in (1u8..=3, 0u8..9),
+		) {
+			let dir = tempfile::tempdir().unwrap();
+			let db = database(dir.path());
+			let col = schema::COL_POSTING;
+			let with_col = |ops: &Ops| ops.iter().map(|(k, v)| (col, k.clone(), v.clone())).collect::<Vec<_>>();
+			db.raw().commit(with_col(&base)).unwrap();
+			db.stage(with_col(&handed));
+			db.hand_over().unwrap();
+			db.stage(with_col(&staged));
+			let batches = db.staged_batches();
+			let seek = [seek.0, seek.1];
+			let seen = walks(&db, &[2], &seek);
+			proptest::prop_assert_eq!(db.staged_batches(), batches, "the walk handed over");
+			let mut model = std::collections::BTreeMap::new();
+			for (key, value) in base.iter().chain(&handed).chain(&staged) {
+				match value {
+					Some(value) => model.insert(key.clone(), value.clone()),
+					None => model.remove(key),
+				};
+			}
+			let under = |k: &Vec<u8>| k.starts_with(&[2]);
+			let up: Ops = model.range(seek.to_vec()..).filter(|(k, _)| under(k)).map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+			let down: Ops = model.range(..=seek.to_vec()).rev().filter(|(k, _)| under(k)).map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+			proptest::prop_assert_eq!(&seen, &(up, down));
+			db.hand_over().unwrap();
+			proptest::prop_assert_eq!(walks(db.raw(), &[2], &seek), seen, "parity-db after the hand-over");
+		}
 	}
 }
