@@ -11,10 +11,10 @@
 //!
 //! let alice = ed25519_pair(1);
 //! let statement = TestStatement::new()
-//! 	.expiry(2_000_000_000, 7)
-//! 	.topic(0, Topic([1; 32]))
-//! 	.data(*b"hello")
-//! 	.signed_ed25519(&alice);
+//!     .expiry(2_000_000_000, 7)
+//!     .topic(0, Topic([1; 32]))
+//!     .data(*b"hello")
+//!     .signed_ed25519(&alice);
 //! assert_eq!(statement.verify_signature(), SignatureVerificationResult::Valid(alice.public().0));
 //! ```
 
