@@ -6,7 +6,7 @@ mod common;
 use common::{open, open_with_budget, TempDir};
 use jsonrpsee::{MethodsError, RpcModule};
 use serde_json::{json, Value};
-use sp_core::{ed25519, Pair};
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
 use statement_rpc::StatementRpc;
 use statement_store::Store;
@@ -16,16 +16,11 @@ use std::{
 	time::{Duration, Instant},
 };
 
+/// Statement `n` of eight accounts, `size` data bytes that begin with `n`.
 fn numbered(n: u32, size: usize) -> Statement {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(u32::MAX, n);
 	let mut data = vec![0u8; size];
 	data[..4].copy_from_slice(&n.to_le_bytes());
-	statement.set_plain_data(data);
-	let mut seed = [3u8; 32];
-	seed[..4].copy_from_slice(&(n % 8).to_le_bytes());
-	statement.sign_ed25519_private(&ed25519::Pair::from_seed(&seed));
-	statement
+	TestStatement::new().expiry(u32::MAX, n).data(data).signed_ed25519(&ed25519_pair(n % 8))
 }
 
 fn hex(bytes: &[u8]) -> String {

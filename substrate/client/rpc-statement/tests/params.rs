@@ -7,7 +7,7 @@ mod common;
 use common::{open, TempDir};
 use jsonrpsee::RpcModule;
 use serde_json::{json, Value};
-use sp_core::{ed25519, Pair};
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
 use statement_rpc::{StatementRpc, INVALID_PARAMS_CODE};
 use std::{sync::Arc, time::Duration};
@@ -153,12 +153,11 @@ async fn every_bad_parameter_is_named_with_what_was_expected_and_given() {
 }
 
 fn with_topic(topic: [u8; 32], n: u32) -> Statement {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(u32::MAX, n);
-	statement.set_topic(0, Topic(topic));
-	statement.set_plain_data(n.to_le_bytes().to_vec());
-	statement.sign_ed25519_private(&ed25519::Pair::from_seed(&[7; 32]));
-	statement
+	TestStatement::new()
+		.expiry(u32::MAX, n)
+		.topic(0, Topic(topic))
+		.data(n.to_le_bytes())
+		.signed_ed25519(&ed25519_pair(7))
 }
 
 #[tokio::test]

@@ -14,15 +14,10 @@ fn readers_never_see_a_channel_replacement_half_done() {
 	let dir = tempfile::tempdir().unwrap();
 	let store = open(dir.path(), &TestClock::new());
 	let replace = |n: u32| {
-		statement(&Spec {
-			signer: 1,
-			expires_in: 3600,
-			sequence: n,
-			topics: vec![1, 2],
-			channel: Some(5),
-			data: n.to_le_bytes().to_vec(),
-			..Spec::default()
-		})
+		expiring(3600, n, &[1, 2])
+			.channel([5; 32])
+			.data(n.to_le_bytes())
+			.signed_ed25519(&ed25519_pair(1))
 	};
 	assert_eq!(store.submit(replace(0), StatementSource::Local), SubmitResult::New);
 	let done = Arc::new(AtomicBool::new(false));

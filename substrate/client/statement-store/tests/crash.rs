@@ -53,15 +53,15 @@ fn crash_child() {
 			store.remove(&hash).expect("remove");
 			writeln!(stdout.lock(), "REMOVED {}", hex(&hash)).expect("stdout");
 		} else {
-			let statement = statement(&Spec {
-				signer: rng.gen_range(0..8),
-				expires_in: 100_000,
-				sequence: n,
-				topics: (0..rng.gen_range(0..=3)).map(|t| t * 3 + rng.gen_range(0..3)).collect(),
-				key: rng.gen_bool(0.25).then(|| rng.gen_range(0..3)),
-				data: seed.to_le_bytes().iter().chain(&n.to_le_bytes()).copied().collect(),
-				..Spec::default()
-			});
+			// The draws in the order the run's seed was first recorded with.
+			let signer = rng.gen_range(0..8);
+			let topics: Vec<u32> =
+				(0..rng.gen_range(0..=3)).map(|t| t * 3 + rng.gen_range(0..3)).collect();
+			let key = rng.gen_bool(0.25).then(|| [rng.gen_range(0..3u8); 32]);
+			let statement = expiring(100_000, n, &topics)
+				.decryption_key(key)
+				.data([&seed.to_le_bytes()[..], &n.to_le_bytes()].concat())
+				.signed_ed25519(&ed25519_pair(signer));
 			let hash = statement.hash();
 			writeln!(stdout.lock(), "SUBMITTING {}", hex(&hash)).expect("stdout");
 			if store.submit(statement, StatementSource::Local) == SubmitResult::New {

@@ -159,15 +159,10 @@ fn a_restart_with_a_lower_limit_evicts_the_lowest_priority_statements() {
 	let store = open(dir.path(), &clock);
 	let mut by_expiry = Vec::new();
 	for n in 0..100u32 {
-		let statement = statement(&Spec {
-			signer: n % 10,
-			// Expiries in a shuffled order, so eviction must follow them, not admission.
-			expires_in: 1000 + (n * 37) % 100,
-			sequence: n,
-			topics: vec![3],
-			data: n.to_le_bytes().to_vec(),
-			..Spec::default()
-		});
+		// Expiries in a shuffled order, so eviction must follow them, not admission.
+		let statement = expiring(1000 + (n * 37) % 100, n, &[3])
+			.data(n.to_le_bytes())
+			.signed_ed25519(&ed25519_pair(n % 10));
 		by_expiry.push((statement.expiry(), statement.hash()));
 		assert_eq!(store.submit(statement, StatementSource::Local), SubmitResult::New);
 	}

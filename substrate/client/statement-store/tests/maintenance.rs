@@ -16,8 +16,8 @@ fn expired_statements_go_and_their_bans_lapse_after_the_period() {
 	let dir = tempfile::tempdir().unwrap();
 	let clock = TestClock::new();
 	let store = open(dir.path(), &clock);
-	let short = statement(&Spec { signer: 1, expires_in: 10, topics: vec![1], ..Spec::default() });
-	let long = statement(&Spec { signer: 1, expires_in: 1000, topics: vec![1], ..Spec::default() });
+	let short = expiring(10, 0, &[1]).data(Vec::new()).signed_ed25519(&ed25519_pair(1));
+	let long = expiring(1000, 0, &[1]).data(Vec::new()).signed_ed25519(&ed25519_pair(1));
 	store.submit(short.clone(), StatementSource::Local);
 	store.submit(long.clone(), StatementSource::Local);
 
@@ -40,13 +40,7 @@ fn a_large_expiry_backlog_is_worked_off_in_bounded_slices() {
 	let store = Store::open(config(dir.path(), &clock), allowances(u32::MAX, u32::MAX)).unwrap();
 	let total = statement_store::MAINTENANCE_SLICE * 3 + 7;
 	for n in 0..total as u32 {
-		let s = statement(&Spec {
-			signer: n % 16,
-			expires_in: 5,
-			sequence: n,
-			topics: vec![1],
-			..Spec::default()
-		});
+		let s = expiring(5, n, &[1]).data(Vec::new()).signed_ed25519(&ed25519_pair(n % 16));
 		assert_eq!(store.submit(s, StatementSource::Local), SubmitResult::New);
 	}
 	clock.set(NOW + 6);
@@ -75,9 +69,7 @@ fn a_lowered_allowance_evicts_the_lowest_expiry_statements() {
 	let allowance = Arc::new(Adjustable(Mutex::new(StatementAllowance::new(10, 1000))));
 	let store = Store::open(config(dir.path(), &clock), allowance.clone()).unwrap();
 	let statements: Vec<_> = (0..4u32)
-		.map(|n| {
-			statement(&Spec { signer: 1, expires_in: 100 + n, topics: vec![1], ..Spec::default() })
-		})
+		.map(|n| expiring(100 + n, 0, &[1]).data(Vec::new()).signed_ed25519(&ed25519_pair(1)))
 		.collect();
 	for s in &statements {
 		store.submit(s.clone(), StatementSource::Local);
@@ -98,7 +90,7 @@ fn the_tokio_task_runs_maintenance_on_its_own() {
 	let dir = tempfile::tempdir().unwrap();
 	let clock = TestClock::new();
 	let store = open(dir.path(), &clock);
-	let s = statement(&Spec { signer: 1, expires_in: 10, topics: vec![1], ..Spec::default() });
+	let s = expiring(10, 0, &[1]).data(Vec::new()).signed_ed25519(&ed25519_pair(1));
 	store.submit(s.clone(), StatementSource::Local);
 	clock.set(NOW + 20);
 	let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -156,16 +156,18 @@ fn random_statement(rng: &mut StdRng, now: u64) -> Statement {
 	let topics: Vec<u32> = (0..rng.gen_range(0..=4)).map(|_| rng.gen_range(0..TOPICS)).collect();
 	let mut unique = topics.clone();
 	unique.dedup();
-	statement(&Spec {
-		from: now,
-		signer: rng.gen_range(0..ACCOUNTS),
-		expires_in: rng.gen_range(1..400),
-		sequence: rng.gen_range(0..4),
-		topics: unique,
-		channel: rng.gen_bool(0.3).then(|| rng.gen_range(0..2)),
-		key: rng.gen_bool(0.3).then(|| rng.gen_range(0..2)),
-		data: (0..rng.gen_range(0..20)).map(|_| rng.gen()).collect(),
-	})
+	// The draws in the order the seeds' runs were first recorded with.
+	let signer = rng.gen_range(0..ACCOUNTS);
+	let expires_in = (now - NOW) as u32 + rng.gen_range(1..400);
+	let sequence = rng.gen_range(0..4);
+	let channel = rng.gen_bool(0.3).then(|| [rng.gen_range(0..2u8); 32]);
+	let key = rng.gen_bool(0.3).then(|| [rng.gen_range(0..2u8); 32]);
+	let data: Vec<u8> = (0..rng.gen_range(0..20)).map(|_| rng.gen()).collect();
+	expiring(expires_in, sequence, &unique)
+		.channel(channel)
+		.decryption_key(key)
+		.data(data)
+		.signed_ed25519(&ed25519_pair(signer))
 }
 
 fn run(seed: u64, cache_bytes: usize, steps: usize) {

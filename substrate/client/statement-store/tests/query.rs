@@ -17,14 +17,10 @@ fn with_key(
 	key: Option<u8>,
 	data: &[u8],
 ) -> statement_primitives::Statement {
-	statement(&Spec {
-		signer,
-		expires_in: 3600,
-		topics: topics.to_vec(),
-		key,
-		data: data.to_vec(),
-		..Spec::default()
-	})
+	expiring(3600, 0, topics)
+		.decryption_key(key.map(|key| [key; 32]))
+		.data(data)
+		.signed_ed25519(&ed25519_pair(signer))
 }
 
 #[test]

@@ -91,14 +91,10 @@ fn data_larger_than_the_whole_allowance_is_too_large() {
 }
 
 fn with_expiry(signer: u32, expires_in: u32, channel: Option<u8>, data: &[u8]) -> Statement {
-	statement(&Spec {
-		signer,
-		expires_in,
-		channel,
-		data: data.to_vec(),
-		topics: vec![1],
-		..Spec::default()
-	})
+	expiring(expires_in, 0, &[1])
+		.channel(channel.map(|channel| [channel; 32]))
+		.data(data)
+		.signed_ed25519(&ed25519_pair(signer))
 }
 
 #[test]
@@ -130,14 +126,7 @@ fn a_full_account_evicts_its_lowest_expiry_statement_for_a_higher_one() {
 fn within_one_expiry_second_eviction_follows_the_sequence_not_the_order_of_arrival() {
 	let (_dir, store, _) = store_with(3, 1000, |_| {});
 	let in_second = |sequence: u32, data: &[u8]| {
-		statement(&Spec {
-			signer: 1,
-			expires_in: 100,
-			sequence,
-			data: data.to_vec(),
-			topics: vec![1],
-			..Spec::default()
-		})
+		expiring(100, sequence, &[1]).data(data).signed_ed25519(&ed25519_pair(1))
 	};
 	// Admitted (so listed by id) in another order than their priority.
 	let (nine, three, six) = (in_second(9, b"a"), in_second(3, b"b"), in_second(6, b"c"));

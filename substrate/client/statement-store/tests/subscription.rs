@@ -17,14 +17,7 @@ const LOCAL: StatementSource = StatementSource::Local;
 fn numbered(n: u32, size: usize) -> statement_primitives::Statement {
 	let mut data = vec![0u8; size.max(4)];
 	data[..4].copy_from_slice(&n.to_le_bytes());
-	statement(&Spec {
-		signer: n % 50,
-		expires_in: 3600,
-		sequence: n,
-		topics: vec![n % 3, 10 + n % 2],
-		data,
-		..Spec::default()
-	})
+	expiring(3600, n, &[n % 3, 10 + n % 2]).data(data).signed_ed25519(&ed25519_pair(n % 50))
 }
 
 fn submit_all(store: &statement_store::Store, from: u32, to: u32, size: usize) -> Vec<Hash> {
@@ -430,14 +423,9 @@ fn every_matching_subscriber_gets_each_statement_once_under_concurrent_subscribe
 							(0..count).map(|_| rng.gen_range(0..8)).collect();
 						topics.sort_unstable();
 						topics.dedup();
-						let statement = statement(&Spec {
-							signer: writer * 1000 + n % 40,
-							expires_in: 3600,
-							sequence: n,
-							topics: topics.clone(),
-							data: vec![writer as u8; 16 + n as usize % 64],
-							..Spec::default()
-						});
+						let statement = expiring(3600, n, &topics)
+							.data(vec![writer as u8; 16 + n as usize % 64])
+							.signed_ed25519(&ed25519_pair(writer * 1000 + n % 40));
 						assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
 						submitted.lock().unwrap().insert(statement.hash(), topics);
 					}

@@ -77,11 +77,8 @@ mod tests {
 	use super::*;
 
 	fn with_topics(topics: &[u8]) -> Statement {
-		let mut statement = Statement::new();
-		for (index, byte) in topics.iter().enumerate() {
-			statement.set_topic(index, Topic([*byte; 32]));
-		}
-		statement
+		let topics: Vec<Topic> = topics.iter().map(|byte| Topic([*byte; 32])).collect();
+		crate::testing::TestStatement::new().topics(&topics).unsigned()
 	}
 
 	#[test]

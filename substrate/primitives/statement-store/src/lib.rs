@@ -11,7 +11,8 @@
 //! limits and their chain-state key; `filter` the topic filters of subscriptions; `submit`
 //! the outcomes of a submission; `store` and `subscription` the trait a store implements and
 //! RPC and gossip call; [`ecies`] encrypts a posted statement's data to its recipient's
-//! ed25519 key, as upstream does; `error` the one error type.
+//! ed25519 key, as upstream does; `error` the one error type; `testing` (feature `testing`)
+//! builds statements and keys for tests.
 //!
 //! ```
 //! use sp_core::Pair;
@@ -71,6 +72,8 @@ mod statement;
 mod store;
 mod submit;
 mod subscription;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod types;
 mod wire;
 

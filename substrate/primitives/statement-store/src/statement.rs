@@ -194,13 +194,12 @@ mod tests {
 	use sp_core::Pair;
 
 	fn sample() -> Statement {
-		let mut statement = Statement::new();
-		statement.set_expiry_from_parts(2_000_000_000, 7);
-		statement.set_topic(0, Topic([1; 32]));
-		statement.set_topic(1, Topic([2; 32]));
-		statement.set_channel([3; 32]);
-		statement.set_plain_data(vec![1, 2, 3]);
-		statement
+		crate::testing::TestStatement::new()
+			.expiry(2_000_000_000, 7)
+			.topics(&[Topic([1; 32]), Topic([2; 32])])
+			.channel([3; 32])
+			.data(vec![1, 2, 3])
+			.unsigned()
 	}
 
 	#[test]

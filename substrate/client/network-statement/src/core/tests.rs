@@ -3,7 +3,7 @@
 use super::*;
 use crate::wire::{self, v1, v2};
 use codec::Encode;
-use statement_primitives::{hash_encoded, Topic};
+use statement_primitives::{hash_encoded, testing::TestStatement, Topic};
 use std::sync::Mutex;
 
 const A: Topic = Topic([0xA; 32]);
@@ -45,13 +45,12 @@ impl StoreView for FakeStore {
 }
 
 fn statement(n: u32, topics: &[Topic]) -> Vec<u8> {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(u32::MAX, n);
-	for (i, topic) in topics.iter().enumerate() {
-		statement.set_topic(i, *topic);
-	}
-	statement.set_plain_data(n.to_le_bytes().to_vec());
-	statement.encode()
+	TestStatement::new()
+		.expiry(u32::MAX, n)
+		.topics(topics)
+		.data(n.to_le_bytes())
+		.unsigned()
+		.encode()
 }
 
 struct Harness {
@@ -394,10 +393,7 @@ fn a_statement_a_peer_sends_us_while_it_waits_in_that_peers_outbox_is_not_sent_b
 fn expired_statements_are_sent_neither_live_nor_by_initial_sync() {
 	let config = CoreConfig { unix_at_start: 2_000, ..CoreConfig::default() };
 	let mut h = Harness::new(config);
-	let mut old = Statement::new();
-	old.set_expiry_from_parts(1_500, 1);
-	old.set_plain_data(b"gone".to_vec());
-	let old = old.encode();
+	let old = TestStatement::new().expiry(1_500, 1).data(*b"gone").unsigned().encode();
 	let fresh = statement(2, &[A]);
 	h.store.add(old.clone());
 	h.store.add(fresh.clone());

@@ -49,14 +49,14 @@ pub fn encode<'a>(statements: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8
 #[cfg(test)]
 mod tests {
 	use super::*;
-	use sp_core::{sr25519, Pair};
+	use statement_primitives::testing::{sr25519_pair, TestStatement};
 
 	fn statement(n: u8, data_len: usize) -> Statement {
-		let mut statement = Statement::new();
-		statement.set_expiry_from_parts(u32::MAX, n as u32);
-		statement.set_plain_data(vec![n; data_len]);
-		statement.sign_sr25519_private(&sr25519::Pair::from_seed(&[n; 32]));
-		statement
+		let n32 = u32::from(n);
+		TestStatement::new()
+			.expiry(u32::MAX, n32)
+			.data(vec![n; data_len])
+			.signed_sr25519(&sr25519_pair(n32))
 	}
 
 	#[test]

@@ -50,7 +50,7 @@ mod tests {
 	use super::*;
 	use crate::affinity::FilterError;
 	use codec::Encode;
-	use statement_primitives::{Statement, Topic};
+	use statement_primitives::{testing::TestStatement, Statement, Topic};
 
 	/// The reference's own shape, derived, to check ours against byte for byte.
 	#[derive(Encode)]
@@ -62,11 +62,11 @@ mod tests {
 	}
 
 	fn statement(n: u8) -> Statement {
-		let mut statement = Statement::new();
-		statement.set_expiry(u64::MAX - n as u64);
-		statement.set_topic(0, Topic([n; 32]));
-		statement.set_plain_data(vec![n; 3]);
-		statement
+		TestStatement::new()
+			.raw_expiry(u64::MAX - n as u64)
+			.topic(0, Topic([n; 32]))
+			.data(vec![n; 3])
+			.unsigned()
 	}
 
 	#[test]

@@ -14,10 +14,10 @@ use litep2p::{
 	types::protocol::ProtocolName,
 	Litep2p,
 };
-use sp_core::{ed25519, Pair};
 use statement_network::{
 	identity, parse_address, protocol_name, Config, Multiaddr, Network, PeerId, Role, Version,
 };
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{Statement, StatementAllowance, Topic};
 use statement_store::{MapAllowances, Store};
 use std::{
@@ -141,16 +141,10 @@ pub async fn open_stream(handle: &mut NotificationHandle, peer: PeerId) {
 
 /// A statement on these topics, signed by the `n`th account.
 pub fn signed_on(n: u32, topics: &[Topic], data_len: usize) -> Statement {
-	let mut seed = [0u8; 32];
-	seed[..4].copy_from_slice(&n.to_le_bytes());
-	let pair = ed25519::Pair::from_seed(&seed);
 	let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as u32;
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(now + 3600, n);
-	for (i, topic) in topics.iter().enumerate() {
-		statement.set_topic(i, *topic);
-	}
-	statement.set_plain_data(vec![(n % 251) as u8; data_len]);
-	statement.sign_ed25519_private(&pair);
-	statement
+	TestStatement::new()
+		.expiry(now + 3600, n)
+		.topics(topics)
+		.data(vec![(n % 251) as u8; data_len])
+		.signed_ed25519(&ed25519_pair(n))
 }

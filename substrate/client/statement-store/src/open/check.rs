@@ -369,16 +369,15 @@ fn unlimited() -> std::sync::Arc<MapAllowances> {
 mod tests {
 	use super::*;
 	use crate::index::schema::PostingKey;
-	use sp_core::Pair;
+	use statement_primitives::testing::{ed25519_pair, TestStatement};
 	use statement_primitives::Topic;
 
 	fn signed(n: u8) -> Statement {
-		let mut statement = Statement::new();
-		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
-		statement.set_topic(0, Topic([n % 3; 32]));
-		statement.set_plain_data(vec![n; 8]);
-		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n % 5; 32]));
-		statement
+		TestStatement::new()
+			.expiry(u32::MAX, u32::from(n))
+			.topic(0, Topic([n % 3; 32]))
+			.data(vec![n; 8])
+			.signed_ed25519(&ed25519_pair(u32::from(n % 5)))
 	}
 
 	#[test]

@@ -3,6 +3,7 @@
 
 use crate::allowance::MapAllowances;
 use crate::{config::Config, error::Result, index::schema, store::Store, write::writeback};
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
 use std::sync::Arc;
 
@@ -16,17 +17,14 @@ pub(super) fn poke(path: &std::path::Path, ops: Vec<(u8, Vec<u8>, Option<Vec<u8>
 	writeback::commit(&db, ops, false).unwrap();
 }
 
+/// Statement `n`: on one of four topics, by one of eight accounts, posted to `key` if given.
 pub(super) fn signed(n: u8, key: Option<u8>) -> Statement {
-	use sp_core::Pair;
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(u32::MAX, u32::from(n));
-	statement.set_topic(0, Topic([n % 4; 32]));
-	if let Some(key) = key {
-		statement.set_decryption_key([key; 32]);
-	}
-	statement.set_plain_data(vec![n]);
-	statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n % 8; 32]));
-	statement
+	TestStatement::new()
+		.expiry(u32::MAX, u32::from(n))
+		.topic(0, Topic([n % 4; 32]))
+		.decryption_key(key.map(|key| [key; 32]))
+		.data(vec![n])
+		.signed_ed25519(&ed25519_pair(u32::from(n % 8)))
 }
 
 /// A store in `dir` that admits anyone (up to 1,000 statements and 1 MiB an account).

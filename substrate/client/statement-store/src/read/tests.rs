@@ -10,6 +10,7 @@ use crate::{
 	},
 	store::Store,
 };
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::StatementSource;
 use statement_primitives::{Hash, Statement, StatementStore, SubmitResult};
 use std::sync::Arc;
@@ -18,18 +19,14 @@ use std::sync::Arc;
 fn store_and_signer(
 	dir: &std::path::Path,
 ) -> (Store, impl Fn(u32) -> Statement + Copy + Send + 'static) {
-	use sp_core::Pair;
 	let allowances = MapAllowances::new()
 		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
 	let store = Store::open(Config::new(dir), Arc::new(allowances)).unwrap();
 	let signed = |n: u32| {
-		let mut statement = Statement::new();
-		statement.set_expiry_from_parts(u32::MAX, n);
-		statement.set_plain_data(n.to_le_bytes().to_vec());
-		let mut seed = [7u8; 32];
-		seed[..4].copy_from_slice(&(n % 16).to_le_bytes());
-		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&seed));
-		statement
+		TestStatement::new()
+			.expiry(u32::MAX, n)
+			.data(n.to_le_bytes())
+			.signed_ed25519(&ed25519_pair(n % 16))
 	};
 	(store, signed)
 }

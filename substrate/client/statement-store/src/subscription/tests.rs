@@ -9,6 +9,7 @@ use crate::{
 	store::Store,
 };
 use parking_lot::Mutex;
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{Hash, Topic, TopicFilter};
 use std::sync::{atomic::Ordering, Arc};
 use tokio::sync::Notify;
@@ -53,13 +54,11 @@ fn a_lag_stays_a_lag_through_the_primitives_error() {
 }
 
 fn signed(n: u8, topic: u8) -> statement_primitives::Statement {
-	use sp_core::Pair;
-	let mut statement = statement_primitives::Statement::new();
-	statement.set_expiry_from_parts(u32::MAX, u32::from(n));
-	statement.set_topic(0, Topic([topic; 32]));
-	statement.set_plain_data(vec![n; 64]);
-	statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n; 32]));
-	statement
+	TestStatement::new()
+		.expiry(u32::MAX, u32::from(n))
+		.topic(0, Topic([topic; 32]))
+		.data(vec![n; 64])
+		.signed_ed25519(&ed25519_pair(u32::from(n)))
 }
 
 #[tokio::test]

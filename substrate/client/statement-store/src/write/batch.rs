@@ -525,7 +525,7 @@ impl<'a> Batch<'a> {
 #[cfg(test)]
 mod tests {
 	use crate::{allowance::MapAllowances, config::Config, store::Store};
-	use sp_core::Pair;
+	use statement_primitives::testing::{ed25519_pair, TestStatement};
 	use statement_primitives::{
 		Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
 	};
@@ -537,12 +537,11 @@ mod tests {
 	}
 
 	fn signed(n: u8) -> Statement {
-		let mut statement = Statement::new();
-		statement.set_expiry_from_parts(u32::MAX, u32::from(n));
-		statement.set_topic(0, Topic([n; 32]));
-		statement.set_plain_data(vec![n; 3]);
-		statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[n; 32]));
-		statement
+		TestStatement::new()
+			.expiry(u32::MAX, u32::from(n))
+			.topic(0, Topic([n; 32]))
+			.data(vec![n; 3])
+			.signed_ed25519(&ed25519_pair(u32::from(n)))
 	}
 
 	fn found(store: &Store, n: u8) -> Vec<Vec<u8>> {

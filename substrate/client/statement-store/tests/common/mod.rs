@@ -1,7 +1,7 @@
 //! Shared fixtures for the store's behaviour tests.
 #![allow(dead_code)]
 
-use sp_core::{ed25519, Pair};
+use sp_core::Pair;
 use statement_primitives::{Statement, StatementAllowance, Topic};
 use statement_store::{Clock, Config, MapAllowances, Store};
 use std::{
@@ -32,16 +32,11 @@ impl TestClock {
 	}
 }
 
-/// An ed25519 key derived from a small number (deterministic and fast).
-pub fn key(n: u32) -> ed25519::Pair {
-	let mut seed = [0u8; 32];
-	seed[..4].copy_from_slice(&n.to_le_bytes());
-	seed[31] = 0x5a;
-	ed25519::Pair::from_seed(&seed)
-}
+pub use statement_primitives::testing::{ed25519_pair, TestStatement};
 
+/// The account of test key `n`.
 pub fn account(n: u32) -> [u8; 32] {
-	key(n).public().0
+	ed25519_pair(n).public().0
 }
 
 pub fn topic(n: u32) -> Topic {
@@ -51,48 +46,16 @@ pub fn topic(n: u32) -> Topic {
 	Topic(bytes)
 }
 
-/// What a test statement should carry.
-#[derive(Clone, Debug, Default)]
-pub struct Spec {
-	/// Unix seconds the expiry counts from; 0 means [`NOW`].
-	pub from: u64,
-	pub signer: u32,
-	pub expires_in: u32,
-	pub sequence: u32,
-	pub topics: Vec<u32>,
-	pub channel: Option<u8>,
-	pub key: Option<u8>,
-	pub data: Vec<u8>,
+/// A statement expiring `expires_in` seconds after [`NOW`], on the topics numbered `topics`.
+pub fn expiring(expires_in: u32, sequence: u32, topics: &[u32]) -> TestStatement {
+	TestStatement::new()
+		.expiry(NOW as u32 + expires_in, sequence)
+		.topics(&topics.iter().copied().map(topic).collect::<Vec<_>>())
 }
 
-/// A signed statement built from `spec`, expiring `expires_in` seconds after `spec.from`.
-pub fn statement(spec: &Spec) -> Statement {
-	let mut statement = Statement::new();
-	let from = if spec.from == 0 { NOW } else { spec.from };
-	statement.set_expiry_from_parts(from as u32 + spec.expires_in.max(1), spec.sequence);
-	for (index, t) in spec.topics.iter().enumerate() {
-		statement.set_topic(index, topic(*t));
-	}
-	if let Some(channel) = spec.channel {
-		statement.set_channel([channel; 32]);
-	}
-	if let Some(k) = spec.key {
-		statement.set_decryption_key([k; 32]);
-	}
-	statement.set_plain_data(spec.data.clone());
-	statement.sign_ed25519_private(&key(spec.signer));
-	statement
-}
-
-/// Quick builder: signer, topics, data.
+/// Quick builder: signed by key `signer`, expiring in an hour, on `topics`, carrying `data`.
 pub fn simple(signer: u32, topics: &[u32], data: &[u8]) -> Statement {
-	statement(&Spec {
-		signer,
-		expires_in: 3600,
-		topics: topics.to_vec(),
-		data: data.to_vec(),
-		..Spec::default()
-	})
+	expiring(3600, 0, topics).data(data).signed_ed25519(&ed25519_pair(signer))
 }
 
 /// Every account may keep `count` statements and `size` data bytes.

@@ -1,4 +1,5 @@
 use super::*;
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 
 #[test]
 fn expiry_segments_sort_by_second_then_base_after_every_other_list() {
@@ -103,9 +104,7 @@ fn body_keys_of_distinct_ids_differ_in_their_first_bytes() {
 
 #[test]
 fn a_hash_value_is_the_id_as_schema_2_records_began() {
-	let mut statement = Statement::new();
-	statement.set_topic(0, Topic([4; 32]));
-	statement.set_plain_data(vec![1, 2, 3]);
+	let statement = TestStatement::new().topic(0, Topic([4; 32])).data(vec![1, 2, 3]).unsigned();
 	let record = Record::new(0x0102_0304_0506_0708, [9; 32], &statement, 40);
 	assert_eq!(record.hash_value().len(), 8);
 	assert_eq!(le_u64_prefix(&record.hash_value()), Some(0x0102_0304_0506_0708));
@@ -116,12 +115,11 @@ fn a_hash_value_is_the_id_as_schema_2_records_began() {
 
 #[test]
 fn a_record_read_from_a_body_charges_the_signer() {
-	let pair = <sp_core::ed25519::Pair as sp_core::Pair>::from_seed(&[3; 32]);
-	let mut statement = Statement::new();
-	statement.set_topic(0, Topic([4; 32]));
-	statement.set_channel([6; 32]);
-	statement.set_plain_data(vec![1, 2, 3]);
-	statement.sign_ed25519_private(&pair);
+	let statement = TestStatement::new()
+		.topic(0, Topic([4; 32]))
+		.channel([6; 32])
+		.data(vec![1, 2, 3])
+		.signed_ed25519(&ed25519_pair(3));
 	let account = match statement.verify_signature() {
 		statement_primitives::SignatureVerificationResult::Valid(account) => account,
 		other => panic!("{other:?}"),

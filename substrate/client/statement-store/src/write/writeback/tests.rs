@@ -1,5 +1,5 @@
 use crate::{allowance::MapAllowances, config::Config, store::Store};
-use sp_core::Pair;
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{
 	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
 };
@@ -9,12 +9,11 @@ use std::sync::{
 };
 
 fn statement(n: u32) -> Statement {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(u32::MAX, n);
-	statement.set_topic(0, Topic([(n % 7) as u8; 32]));
-	statement.set_plain_data(n.to_le_bytes().repeat(64));
-	statement.sign_ed25519_private(&sp_core::ed25519::Pair::from_seed(&[(n % 5) as u8; 32]));
-	statement
+	TestStatement::new()
+		.expiry(u32::MAX, n)
+		.topic(0, Topic([(n % 7) as u8; 32]))
+		.data(n.to_le_bytes().repeat(64))
+		.signed_ed25519(&ed25519_pair(n % 5))
 }
 
 /// parity-db log files holding records: the one being written, and any closed and not
