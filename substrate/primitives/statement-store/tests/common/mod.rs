@@ -3,21 +3,16 @@
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// `shared/conformance/<file>` above this crate (the layout CI uses), or the file named by the
-/// environment variable `env`; a clear panic naming both if neither is there.
+/// The vector file `file`: the one the environment variable `env` names, else this crate's
+/// copy in `tests/vectors/` (the files `shared/conformance/` holds, made by the upstream
+/// crates, kept in the repository so that a fresh clone tests on its own).
 pub fn vectors_path(env: &str, file: &str) -> PathBuf {
 	if let Some(path) = std::env::var_os(env) {
 		return PathBuf::from(path);
 	}
-	let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-	let wanted = format!("shared/conformance/{file}");
-	manifest
-		.ancestors()
-		.map(|dir| dir.join(&wanted))
-		.find(|candidate| candidate.is_file())
-		.unwrap_or_else(|| {
-			panic!("no {wanted} above {}; set {env} to the file", manifest.display())
-		})
+	let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors").join(file);
+	assert!(path.is_file(), "no {}; set {env} to the file", path.display());
+	path
 }
 
 /// The JSON in the vector file [`vectors_path`] finds.
