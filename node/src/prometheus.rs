@@ -1,8 +1,8 @@
 //! The Prometheus endpoint: `GET /metrics` in the text exposition format.
 
 use crate::error::Error;
-use statement_network::Network;
-use statement_store::Store;
+use statement_network::{Metrics, Network};
+use statement_store::{MetricsSnapshot, Store};
 use std::{net::SocketAddr, sync::Arc, time::SystemTime};
 use tokio::{
 	io::{AsyncReadExt, AsyncWriteExt},
@@ -34,8 +34,7 @@ pub async fn serve(
 			let Ok(read) = stream.read(&mut request).await else { return };
 			let head = String::from_utf8_lossy(&request[..read]);
 			let response = if head.starts_with("GET /metrics ") {
-				let mut body = render(&store, started);
-				body.push_str(&network.metrics().render());
+				let body = exposition(&store.metrics(), network.metrics(), started);
 				format!(
 					"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
 					body.len()
@@ -57,9 +56,15 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 	TcpListener::bind(addr).await.map_err(|source| Error::Metrics { addr, source })
 }
 
+/// The whole `/metrics` body: the process's, the store's and gossip's metrics.
+fn exposition(store: &MetricsSnapshot, network: &Metrics, started: SystemTime) -> String {
+	let mut body = render(store, started);
+	body.push_str(&network.render());
+	body
+}
+
 /// The metrics text.
-pub fn render(store: &Store, started: SystemTime) -> String {
-	let metrics = store.metrics();
+fn render(metrics: &MetricsSnapshot, started: SystemTime) -> String {
 	let start = started.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
 	let mut out = String::new();
 	let mut gauge = |name: &str, help: &str, kind: &str, value: u64| {
@@ -167,4 +172,139 @@ pub fn render(store: &Store, started: SystemTime) -> String {
 		"# HELP substrate_sub_statement_store_submitted_statements Statements admitted as new.\n# TYPE substrate_sub_statement_store_submitted_statements counter\nsubstrate_sub_statement_store_submitted_statements {admitted}\n"
 	));
 	out
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use std::time::Duration;
+
+	/// The body for fixed values: every metric has a value of its own, every histogram an
+	/// observation, so that a renamed, retyped, relabelled or missing series shows.
+	fn sample() -> String {
+		let store = MetricsSnapshot {
+			statements: 1,
+			bytes: 2,
+			expired: 3,
+			evicted: 4,
+			corrupt: 5,
+			submits: [("new", 6), ("known", 7), ("account_full", 8)].into_iter().collect(),
+			cache_hits: 9,
+			cache_misses: 10,
+			cache_bytes: 11,
+			pending_bytes: 12,
+			subscriptions: 13,
+			subscription_queued_bytes: 14,
+			subscriptions_dropped_for_budget: 15,
+			subscriptions_refused_for_budget: 16,
+			disk_free_bytes: 17,
+			disk_low: true,
+		};
+		let network = Metrics::default();
+		let values = [
+			&network.peers,
+			&network.light_peers,
+			&network.discovered_peers,
+			&network.propagated,
+			&network.known_received,
+			&network.skipped_oversized,
+			&network.pending_validations,
+			&network.ignored,
+			&network.received,
+			&network.bytes_sent,
+			&network.bytes_received,
+			&network.initial_sync_sent,
+			&network.initial_sync_bursts,
+			&network.initial_sync_peers,
+			&network.initial_sync_in_flight,
+			&network.propagation_in_flight,
+			&network.flooding_detected,
+			&network.bad_notifications,
+			&network.invalid_received,
+			&network.peers_banned,
+			&network.inbound_connections,
+			&network.accept_errors,
+			&network.inbound_refused_address,
+			&network.inbound_refused_total,
+			&network.failed_network,
+			&network.failed_timeout,
+			&network.outbox_full,
+		];
+		for (at, value) in values.into_iter().enumerate() {
+			value.set(20 + at as u64);
+		}
+		network.chunks.observe(3.0);
+		network.chunks.observe(700.0);
+		network.send_latency.observe(0.0025);
+		network.initial_sync_completed.observe(12.5);
+		network.initial_sync_abandoned.observe(4000.0);
+		let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+		exposition(&store, &network, started)
+	}
+
+	#[test]
+	fn the_exposition_is_byte_for_byte_the_one_scrapers_know() {
+		let expected = include_str!("../tests/common/metrics.prom");
+		let body = sample();
+		for (at, (got, want)) in body.lines().zip(expected.lines()).enumerate() {
+			assert_eq!(got, want, "line {}", at + 1);
+		}
+		assert_eq!(body, expected);
+	}
+
+	#[test]
+	fn every_metric_keeps_its_name_and_type() {
+		let types: Vec<(&str, &str)> = [
+			("substrate_process_start_time_seconds", "gauge"),
+			("substrate_statement_store_statements", "gauge"),
+			("substrate_statement_store_bytes", "gauge"),
+			("substrate_statement_store_expired_total", "counter"),
+			("substrate_statement_store_evicted_total", "counter"),
+			("substrate_statement_store_cache_hits_total", "counter"),
+			("substrate_statement_store_cache_misses_total", "counter"),
+			("substrate_statement_store_cache_bytes", "gauge"),
+			("substrate_statement_store_pending_bytes", "gauge"),
+			("substrate_statement_store_subscriptions", "gauge"),
+			("substrate_statement_store_subscription_queued_bytes", "gauge"),
+			("substrate_statement_store_subscriptions_dropped_for_budget_total", "counter"),
+			("substrate_statement_store_subscriptions_refused_for_budget_total", "counter"),
+			("substrate_statement_store_corrupt_total", "counter"),
+			("substrate_statement_store_disk_free_bytes", "gauge"),
+			("substrate_statement_store_disk_space_low", "gauge"),
+			("substrate_statement_store_submits_total", "counter"),
+			("substrate_sub_statement_store_submitted_statements", "counter"),
+			("substrate_sub_libp2p_peers_count", "gauge"),
+			("statement_network_discovered_peers", "gauge"),
+			("substrate_sync_propagated_statements", "counter"),
+			("substrate_sync_known_statement_received", "counter"),
+			("substrate_sync_skipped_oversized_statements", "counter"),
+			("substrate_sync_pending_statement_validations", "gauge"),
+			("substrate_sync_ignored_statements", "counter"),
+			("substrate_sync_statements_received", "counter"),
+			("substrate_sync_statement_bytes_sent_total", "counter"),
+			("substrate_sync_statement_bytes_received_total", "counter"),
+			("substrate_sync_initial_sync_statements_sent", "counter"),
+			("substrate_sync_initial_sync_bursts_total", "counter"),
+			("substrate_sync_initial_sync_peers_active", "gauge"),
+			("substrate_sync_initial_sync_in_flight_bytes", "gauge"),
+			("substrate_sync_propagation_in_flight_bytes", "gauge"),
+			("substrate_sync_statement_flooding_detected", "counter"),
+			("substrate_sync_statement_bad_notifications_total", "counter"),
+			("substrate_sync_statement_invalid_received_total", "counter"),
+			("substrate_sync_statement_peers_banned_total", "counter"),
+			("statement_network_inbound_connections", "gauge"),
+			("statement_network_listener_accept_errors_total", "counter"),
+			("statement_network_inbound_refused_total", "counter"),
+			("substrate_sync_statement_peers_connected", "gauge"),
+			("substrate_sync_statement_send_failures_total", "counter"),
+			("substrate_sync_propagated_statements_chunks", "histogram"),
+			("substrate_sync_statement_sent_latency_seconds", "histogram"),
+			("substrate_sync_initial_sync_duration_seconds", "histogram"),
+		]
+		.into();
+		let body = sample();
+		let found: Vec<(&str, &str)> =
+			body.lines().filter_map(|line| line.strip_prefix("# TYPE ")?.split_once(' ')).collect();
+		assert_eq!(found, types);
+	}
 }
