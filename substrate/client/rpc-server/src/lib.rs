@@ -10,10 +10,10 @@
 //! let mut methods = RpcModule::new(());
 //! methods.register_method("hello", |_, _, _| "world")?;
 //! let config = Config {
-//! 	cors: Cors::parse("http://localhost:*")?,
-//! 	max_connections: 100,
-//! 	max_subscriptions_per_connection: 1024,
-//! 	request_timeout: Duration::from_secs(60),
+//!     cors: Cors::parse("http://localhost:*")?,
+//!     max_connections: 100,
+//!     max_subscriptions_per_connection: 1024,
+//!     request_timeout: Duration::from_secs(60),
 //! };
 //! let server = Server::bind("127.0.0.1:9944".parse()?, config).await?;
 //! println!("listening on {}", server.local_addr()?);
