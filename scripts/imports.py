@@ -2,7 +2,8 @@
 """Which files of a crate depend on which: every path in every line (use trees and inline
 paths; comments and doc links excluded) that names a module of the crate (`crate::`, `super::`,
 `self::`, or a child module's name outside the crate root, whose child paths are its facade),
-resolved to the file that defines the module it names.
+resolved to the file that defines the module it names. A path inside an inline module (a
+file's `mod tests { use super::*; }`) is read from that module, so its `super` is the file.
 
 Prints, for each crate directory given (default: the store crate):
 - files, and imports between distinct files;
@@ -41,11 +42,6 @@ def module_files(src, skip=()):
     return files
 
 
-def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return "\n".join(line.split("//")[0] for line in text.splitlines())
-
-
 def expand_tree(tree):
     """`a::{b, c::{d, e}}` -> [a::b, a::c::d, a::c::e] (`self` items name the prefix)."""
     tree = tree.strip()
@@ -80,49 +76,77 @@ def expand_tree(tree):
     return [tree.split(" as ")[0].strip()]
 
 
-def inline_modules(code):
-    """(start, end) offsets of each inline `mod name { ... }` block's body in `code`."""
-    spans = []
-    for match in re.finditer(rf"\bmod\s+{IDENT}\s*\{{", code):
-        level, i = 1, match.end()
-        while i < len(code) and level:
-            level += {"{": 1, "}": -1}.get(code[i], 0)
+def code_only(text):
+    """`text` without comments, and with the contents of string and char literals blanked (so
+    neither their paths nor their braces count); every other character keeps its place."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c, nxt = text[i], text[i + 1 : i + 2]
+        if c == "/" and nxt == "/":
+            while i < n and text[i] != "\n":
+                i += 1
+        elif c == "/" and nxt == "*":
+            depth, i = 1, i + 2
+            while i < n and depth:
+                depth += {"/*": 1, "*/": -1}.get(text[i : i + 2], 0)
+                i += 2 if text[i : i + 2] in ("/*", "*/") else 1
+        elif c == "r" and re.match(r'r#*"', text[i:]) and not re.match(r"\w", text[i - 1 : i] or " "):
+            hashes = re.match(r'r(#*)"', text[i:]).group(1)
+            end = text.find('"' + hashes, i + 2 + len(hashes))
+            end = n if end < 0 else end + 1 + len(hashes)
+            out.append('""')
+            i = end
+        elif c == '"':
             i += 1
-        spans.append((match.end(), i))
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            out.append('""')
+            i += 1
+        elif c == "'" and (nxt == "\\" or text[i + 2 : i + 3] == "'"):
+            end = text.find("'", i + 3)
+            out.append("' '")
+            i = n if end < 0 else end + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def inline_modules(code):
+    """[(start, end, name)] of every inline `mod name { ... }` in `code`."""
+    spans = []
+    for match in re.finditer(rf"\bmod\s+({IDENT})\s*\{{", code):
+        depth, end = 0, len(code)
+        for i in range(match.end() - 1, len(code)):
+            if code[i] == "{":
+                depth += 1
+            elif code[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        spans.append((match.start(), end, match.group(1)))
     return spans
 
 
 def paths_in(text):
     """Every path in the file's code: use trees and inline paths (`a::b`, not `x.a::b`), each
-    with how many inline modules (`mod tests { ... }`) it sits in, whose `super`s stay in the
-    file."""
-    code = strip_comments(text)
+    with the inline modules it is written in (`super` in a file's `mod tests` is the file)."""
+    code = code_only(text)
     spans = inline_modules(code)
-    depth = lambda at: sum(1 for start, end in spans if start <= at < end)
+    inside = lambda at: tuple(name for start, end, name in spans if start <= at < end)
     found = []
     for match in re.finditer(r"\buse\s+([^;]+);", code):
-        found.extend((path, depth(match.start())) for path in expand_tree(match.group(1)))
+        found.extend((path, inside(match.start())) for path in expand_tree(match.group(1)))
     code_without_uses = re.sub(r"\buse\s+[^;]+;", lambda m: " " * len(m.group(0)), code)
     for match in re.finditer(rf"(?<![:\w.])({IDENT}(?:::{IDENT})+)", code_without_uses):
-        found.append((match.group(1), depth(match.start())))
+        found.append((match.group(1), inside(match.start())))
     return found
 
 
-def resolve(path, module, files, inline=0):
-    """The module file a path names: the longest prefix that is a module of the crate.
-    `inline`: how many inline modules of the file the path sits in (their `super`s and
-    `self`s name the file itself)."""
+def resolve(path, module, files):
+    """The module file a path names: the longest prefix that is a module of the crate."""
     parts = path.split("::")
-    while inline and parts and parts[0] in ("super", "self"):
-        if parts[0] == "super":
-            inline -= 1
-        parts = parts[1:]
-    if not parts:
-        return None
-    if inline:
-        # A path from inside an inline module that does not leave it: its own items.
-        if parts[0] not in ("crate", "super"):
-            return None
     if parts[0] == "crate":
         base, rest = (), parts[1:]
     elif parts[0] not in ("super", "self"):
@@ -220,7 +244,7 @@ def report_target(crate, files):
         text = open(path, encoding="utf-8").read()
         targets = set()
         for found, inline in paths_in(text):
-            target = resolve(found, module, files, inline)
+            target = resolve(found, module + inline, files)
             if target is not None and target != module:
                 targets.add(target)
         for target in targets:

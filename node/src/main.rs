@@ -14,8 +14,9 @@
 //!                    |                  | Store handles
 //!                    |                  +--> network --> statement-network (gossip over litep2p)
 //!                    |                  +--> rpc --> statement-rpc + chain_*/state_*/system_*
-//!                    |                  |            + author_*Key, origin checks, /health
-//!                    |                  +--> prometheus --> GET /metrics
+//!                    |                  |            + author_*Key, served by statement-rpc-server
+//!                    |                  |            (connection limits, origin checks, /health)
+//!                    |                  +--> prometheus --> GET /metrics (store + gossip values)
 //!                    +-- SIGINT/SIGTERM: stop rpc, maintenance, metrics; the store closes
 //! cli --build-spec--> chain_spec      cli --sign--> sign      cli --check-db/repair--> database
 //! every part --error::Error--> main, which prints it once and exits non-zero
@@ -29,10 +30,12 @@
 //! - `keystore`: the statement keys `statement_postedClear` decrypts with, in Substrate's
 //!   keystore layout; `author_insertKey` adds to it.
 //! - `network`: flags to `statement-network`'s config; the node key under the base path.
-//! - `rpc`: the JSON-RPC server (HTTP and WebSocket on one port): the statement methods, the
-//!   genesis-only `chain_*`/`state_*`/`system_*` surface standard clients probe, keystore
-//!   methods, origin checks, `/health`, and connection limits.
-//! - `prometheus`: the metrics endpoint.
+//! - `rpc`: the node's JSON-RPC methods: the statement methods, the genesis-only
+//!   `chain_*`/`state_*`/`system_*` surface standard clients probe, and keystore methods,
+//!   served over HTTP and WebSocket on one port by `statement-rpc-server` (origin checks,
+//!   `/health`, connection limits and timeouts).
+//! - `prometheus`: the metrics endpoint, and the one renderer of Prometheus' text format: the
+//!   store and gossip hand out values, the node writes them.
 //! - `sign`: builds and signs a statement for `statement_submit`, its data in the clear or
 //!   encrypted to a statement key.
 //! - `error`: the one error type; every command returns it and `main` prints it once.

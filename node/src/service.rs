@@ -137,10 +137,12 @@ async fn run_async(
 	let rpc_config = rpc::RpcConfig {
 		addr: rpc_addr,
 		methods: cmd.rpc_methods,
-		cors,
-		max_connections: cmd.rpc_max_connections,
-		max_subscriptions_per_connection: cmd.rpc_max_subscriptions_per_connection,
-		request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
+		server: statement_rpc_server::Config {
+			cors,
+			max_connections: cmd.rpc_max_connections,
+			max_subscriptions_per_connection: cmd.rpc_max_subscriptions_per_connection,
+			request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
+		},
 		name,
 		chain: spec.name.clone(),
 		network: Some(network.clone()),
@@ -186,7 +188,7 @@ async fn serve(
 	shutdown: Shutdown,
 ) -> Result<(), Error> {
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
-	let origins = rpc_config.cors.to_string();
+	let origins = rpc_config.server.cors.to_string();
 	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
 	log::info!(
 		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}, allowed origins={origins}",

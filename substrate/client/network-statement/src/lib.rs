@@ -96,7 +96,7 @@ pub mod core;
 mod driver;
 pub mod identity;
 mod interest;
-mod metrics;
+pub mod metrics;
 pub mod peerset;
 mod rate;
 pub mod wire;

@@ -1,9 +1,70 @@
-//! Gossip metrics, under the reference's names, rendered in Prometheus' text format.
+//! Gossip metrics, under the reference's names: counted here, handed out as [`Family`] values
+//! ([`Metrics::families`]); the node renders them in Prometheus' text format.
 
-use std::{
-	fmt::Write,
-	sync::atomic::{AtomicU64, Ordering},
-};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One metric as Prometheus knows it: a name, what it means, its type and its series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Family {
+	/// The metric's name.
+	pub name: &'static str,
+	/// What it counts (Prometheus' `# HELP`).
+	pub help: &'static str,
+	/// Its type (Prometheus' `# TYPE`).
+	pub kind: Kind,
+	/// Its series, in the order they are shown.
+	pub samples: Vec<Sample>,
+}
+
+/// A metric's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+	/// Only ever grows.
+	Counter,
+	/// Goes up and down.
+	Gauge,
+	/// Observations counted into buckets.
+	Histogram,
+}
+
+/// One series of a [`Family`]: its labels and its reading.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+	/// Label names and values (plain identifiers, nothing to escape).
+	pub labels: Vec<(&'static str, &'static str)>,
+	/// The reading.
+	pub reading: Reading,
+}
+
+/// What a series reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reading {
+	/// A counter's or a gauge's value.
+	Value(u64),
+	/// A histogram's cumulative counts.
+	Histogram {
+		/// Each upper bound and the observations at or under it.
+		buckets: Vec<(f64, u64)>,
+		/// Sum of the observations.
+		sum: f64,
+		/// Number of observations.
+		count: u64,
+	},
+}
+
+impl Family {
+	/// A family of one unlabelled series.
+	fn one(name: &'static str, kind: Kind, help: &'static str, value: u64) -> Family {
+		Family { name, help, kind, samples: vec![Sample::value(&[], value)] }
+	}
+}
+
+impl Sample {
+	/// A counter's or gauge's series with `labels`.
+	pub fn value(labels: &[(&'static str, &'static str)], value: u64) -> Sample {
+		Sample { labels: labels.to_vec(), reading: Reading::Value(value) }
+	}
+}
 
 /// A counter or gauge.
 #[derive(Default, Debug)]
@@ -57,18 +118,19 @@ impl Histogram {
 		self.sum_micros.fetch_add((value * 1e6) as u64, Ordering::Relaxed);
 	}
 
-	fn render(&self, out: &mut String, name: &str, labels: &str) {
-		let sep = if labels.is_empty() { "" } else { "," };
-		for (bound, bucket) in self.bounds.iter().zip(&self.buckets) {
-			let count = bucket.load(Ordering::Relaxed);
-			let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {count}");
-		}
-		let count = self.count.load(Ordering::Relaxed);
-		let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-		let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}");
-		let braces = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
-		let _ = writeln!(out, "{name}_sum{braces} {sum}");
-		let _ = writeln!(out, "{name}_count{braces} {count}");
+	fn sample(&self, labels: &[(&'static str, &'static str)]) -> Sample {
+		let buckets = self
+			.bounds
+			.iter()
+			.zip(&self.buckets)
+			.map(|(bound, bucket)| (*bound, bucket.load(Ordering::Relaxed)))
+			.collect();
+		let reading = Reading::Histogram {
+			buckets,
+			sum: self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6,
+			count: self.count.load(Ordering::Relaxed),
+		};
+		Sample { labels: labels.to_vec(), reading }
 	}
 }
 
@@ -182,191 +244,191 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-	/// The metrics in Prometheus' text format.
-	pub fn render(&self) -> String {
-		let mut out = String::new();
-		let mut one = |name: &str, kind: &str, help: &str, value: &Value| {
-			let _ =
-				writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}", value.get());
-		};
-		one(
-			"substrate_sub_libp2p_peers_count",
-			"gauge",
-			"Peers with an open statement stream.",
-			&self.peers,
-		);
-		one(
-			"statement_network_discovered_peers",
-			"gauge",
-			"Peers discovery has found, connected or not.",
-			&self.discovered_peers,
-		);
-		one(
-			"substrate_sync_propagated_statements",
-			"counter",
-			"Statements sent, once per recipient.",
-			&self.propagated,
-		);
-		one(
-			"substrate_sync_known_statement_received",
-			"counter",
-			"Received statements already stored.",
-			&self.known_received,
-		);
-		one(
-			"substrate_sync_skipped_oversized_statements",
-			"counter",
-			"Statements too large for a notification.",
-			&self.skipped_oversized,
-		);
-		one(
-			"substrate_sync_pending_statement_validations",
-			"gauge",
-			"Received statements waiting for validation.",
-			&self.pending_validations,
-		);
-		one(
-			"substrate_sync_ignored_statements",
-			"counter",
-			"Received statements dropped: validation queue full.",
-			&self.ignored,
-		);
-		one(
-			"substrate_sync_statements_received",
-			"counter",
-			"Statements received from peers.",
-			&self.received,
-		);
-		one(
-			"substrate_sync_statement_bytes_sent_total",
-			"counter",
-			"Notification bytes sent.",
-			&self.bytes_sent,
-		);
-		one(
-			"substrate_sync_statement_bytes_received_total",
-			"counter",
-			"Notification bytes received.",
-			&self.bytes_received,
-		);
-		one(
-			"substrate_sync_initial_sync_statements_sent",
-			"counter",
-			"Statements sent by initial syncs.",
-			&self.initial_sync_sent,
-		);
-		one(
-			"substrate_sync_initial_sync_bursts_total",
-			"counter",
-			"Notifications sent by initial syncs.",
-			&self.initial_sync_bursts,
-		);
-		one(
-			"substrate_sync_initial_sync_peers_active",
-			"gauge",
-			"Peers being initially synced.",
-			&self.initial_sync_peers,
-		);
-		one(
-			"substrate_sync_initial_sync_in_flight_bytes",
-			"gauge",
-			"Initial-sync bytes in flight.",
-			&self.initial_sync_in_flight,
-		);
-		one(
-			"substrate_sync_propagation_in_flight_bytes",
-			"gauge",
-			"Propagation bytes in flight.",
-			&self.propagation_in_flight,
-		);
-		one(
-			"substrate_sync_statement_flooding_detected",
-			"counter",
-			"Peers caught over the rate limit.",
-			&self.flooding_detected,
-		);
-		one(
-			"substrate_sync_statement_bad_notifications_total",
-			"counter",
-			"Undecodable notifications received.",
-			&self.bad_notifications,
-		);
-		one(
-			"substrate_sync_statement_invalid_received_total",
-			"counter",
-			"Received statements the store refused as invalid.",
-			&self.invalid_received,
-		);
-		one(
-			"substrate_sync_statement_peers_banned_total",
-			"counter",
-			"Peers dropped and banned.",
-			&self.peers_banned,
-		);
-		one(
-			"statement_network_inbound_connections",
-			"gauge",
-			"Accepted connections open now, handshaking or established.",
-			&self.inbound_connections,
-		);
-		one(
-			"statement_network_listener_accept_errors_total",
-			"counter",
-			"Failed accepts (such as no file descriptor left); the listener pauses and tries again.",
-			&self.accept_errors,
-		);
-		let _ = writeln!(
-			out,
-			"# HELP statement_network_inbound_refused_total Connections closed on accept, by the limit they met.\n# TYPE statement_network_inbound_refused_total counter\nstatement_network_inbound_refused_total{{limit=\"per_address\"}} {}\nstatement_network_inbound_refused_total{{limit=\"total\"}} {}",
-			self.inbound_refused_address.get(),
-			self.inbound_refused_total.get()
-		);
-		let _ = writeln!(
-			out,
-			"# HELP substrate_sync_statement_peers_connected Peers with an open statement stream, by role.\n# TYPE substrate_sync_statement_peers_connected gauge\nsubstrate_sync_statement_peers_connected{{kind=\"full\"}} {}\nsubstrate_sync_statement_peers_connected{{kind=\"light\"}} {}",
-			self.peers.get().saturating_sub(self.light_peers.get()),
-			self.light_peers.get()
-		);
-		let _ = writeln!(
-			out,
-			"# HELP substrate_sync_statement_send_failures_total Statements or notifications not sent, by reason.\n# TYPE substrate_sync_statement_send_failures_total counter"
-		);
-		for (reason, value) in [
-			("network", &self.failed_network),
-			("timeout", &self.failed_timeout),
-			("outbox_full", &self.outbox_full),
-		] {
-			let _ = writeln!(
-				out,
-				"substrate_sync_statement_send_failures_total{{reason=\"{reason}\"}} {}",
-				value.get()
-			);
-		}
-		let mut histogram = |name: &str, help: &str, series: &[(&str, &Histogram)]| {
-			let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-			for (labels, histogram) in series {
-				histogram.render(&mut out, name, labels);
-			}
-		};
-		histogram(
+	/// Every metric, under the reference's names, in the order the node shows them.
+	pub fn families(&self) -> Vec<Family> {
+		use Kind::{Counter, Gauge};
+		let mut families = vec![
+			Family::one(
+				"substrate_sub_libp2p_peers_count",
+				Gauge,
+				"Peers with an open statement stream.",
+				self.peers.get(),
+			),
+			Family::one(
+				"statement_network_discovered_peers",
+				Gauge,
+				"Peers discovery has found, connected or not.",
+				self.discovered_peers.get(),
+			),
+			Family::one(
+				"substrate_sync_propagated_statements",
+				Counter,
+				"Statements sent, once per recipient.",
+				self.propagated.get(),
+			),
+			Family::one(
+				"substrate_sync_known_statement_received",
+				Counter,
+				"Received statements already stored.",
+				self.known_received.get(),
+			),
+			Family::one(
+				"substrate_sync_skipped_oversized_statements",
+				Counter,
+				"Statements too large for a notification.",
+				self.skipped_oversized.get(),
+			),
+			Family::one(
+				"substrate_sync_pending_statement_validations",
+				Gauge,
+				"Received statements waiting for validation.",
+				self.pending_validations.get(),
+			),
+			Family::one(
+				"substrate_sync_ignored_statements",
+				Counter,
+				"Received statements dropped: validation queue full.",
+				self.ignored.get(),
+			),
+			Family::one(
+				"substrate_sync_statements_received",
+				Counter,
+				"Statements received from peers.",
+				self.received.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_bytes_sent_total",
+				Counter,
+				"Notification bytes sent.",
+				self.bytes_sent.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_bytes_received_total",
+				Counter,
+				"Notification bytes received.",
+				self.bytes_received.get(),
+			),
+			Family::one(
+				"substrate_sync_initial_sync_statements_sent",
+				Counter,
+				"Statements sent by initial syncs.",
+				self.initial_sync_sent.get(),
+			),
+			Family::one(
+				"substrate_sync_initial_sync_bursts_total",
+				Counter,
+				"Notifications sent by initial syncs.",
+				self.initial_sync_bursts.get(),
+			),
+			Family::one(
+				"substrate_sync_initial_sync_peers_active",
+				Gauge,
+				"Peers being initially synced.",
+				self.initial_sync_peers.get(),
+			),
+			Family::one(
+				"substrate_sync_initial_sync_in_flight_bytes",
+				Gauge,
+				"Initial-sync bytes in flight.",
+				self.initial_sync_in_flight.get(),
+			),
+			Family::one(
+				"substrate_sync_propagation_in_flight_bytes",
+				Gauge,
+				"Propagation bytes in flight.",
+				self.propagation_in_flight.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_flooding_detected",
+				Counter,
+				"Peers caught over the rate limit.",
+				self.flooding_detected.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_bad_notifications_total",
+				Counter,
+				"Undecodable notifications received.",
+				self.bad_notifications.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_invalid_received_total",
+				Counter,
+				"Received statements the store refused as invalid.",
+				self.invalid_received.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_peers_banned_total",
+				Counter,
+				"Peers dropped and banned.",
+				self.peers_banned.get(),
+			),
+			Family::one(
+				"statement_network_inbound_connections",
+				Gauge,
+				"Accepted connections open now, handshaking or established.",
+				self.inbound_connections.get(),
+			),
+			Family::one(
+				"statement_network_listener_accept_errors_total",
+				Counter,
+				"Failed accepts (such as no file descriptor left); the listener pauses and tries again.",
+				self.accept_errors.get(),
+			),
+		];
+		families.push(Family {
+			name: "statement_network_inbound_refused_total",
+			help: "Connections closed on accept, by the limit they met.",
+			kind: Counter,
+			samples: vec![
+				Sample::value(&[("limit", "per_address")], self.inbound_refused_address.get()),
+				Sample::value(&[("limit", "total")], self.inbound_refused_total.get()),
+			],
+		});
+		families.push(Family {
+			name: "substrate_sync_statement_peers_connected",
+			help: "Peers with an open statement stream, by role.",
+			kind: Gauge,
+			samples: vec![
+				Sample::value(
+					&[("kind", "full")],
+					self.peers.get().saturating_sub(self.light_peers.get()),
+				),
+				Sample::value(&[("kind", "light")], self.light_peers.get()),
+			],
+		});
+		families.push(Family {
+			name: "substrate_sync_statement_send_failures_total",
+			help: "Statements or notifications not sent, by reason.",
+			kind: Counter,
+			samples: [
+				("network", &self.failed_network),
+				("timeout", &self.failed_timeout),
+				("outbox_full", &self.outbox_full),
+			]
+			.into_iter()
+			.map(|(reason, value)| Sample::value(&[("reason", reason)], value.get()))
+			.collect(),
+		});
+		let histogram = |name, help, samples| Family { name, help, kind: Kind::Histogram, samples };
+		families.push(histogram(
 			"substrate_sync_propagated_statements_chunks",
 			"Statements per notification sent.",
-			&[("", &self.chunks)],
-		);
-		histogram(
+			vec![self.chunks.sample(&[])],
+		));
+		families.push(histogram(
 			"substrate_sync_statement_sent_latency_seconds",
 			"Time to hand a notification to the connection.",
-			&[("", &self.send_latency)],
-		);
-		histogram(
+			vec![self.send_latency.sample(&[])],
+		));
+		families.push(histogram(
 			"substrate_sync_initial_sync_duration_seconds",
 			"Initial sync durations.",
-			&[
-				("outcome=\"completed\"", &self.initial_sync_completed),
-				("outcome=\"abandoned\"", &self.initial_sync_abandoned),
+			vec![
+				self.initial_sync_completed.sample(&[("outcome", "completed")]),
+				self.initial_sync_abandoned.sample(&[("outcome", "abandoned")]),
 			],
-		);
-		out
+		));
+		families
 	}
 }
 
@@ -374,24 +436,28 @@ impl Metrics {
 mod tests {
 	use super::*;
 
+	fn family<'a>(families: &'a [Family], name: &str) -> &'a Family {
+		families.iter().find(|family| family.name == name).unwrap_or_else(|| panic!("{name}"))
+	}
+
 	#[test]
-	fn metrics_render_under_the_reference_names() {
+	fn metrics_are_handed_out_under_the_reference_names() {
 		let metrics = Metrics::default();
 		metrics.flooding_detected.add(2);
 		metrics.chunks.observe(3.0);
-		let text = metrics.render();
-		assert!(text.contains("\nsubstrate_sync_statement_flooding_detected 2\n"), "{text}");
-		assert!(
-			text.contains("substrate_sync_propagated_statements_chunks_bucket{le=\"4\"} 1"),
-			"{text}"
-		);
-		assert!(
-			text.contains("substrate_sync_propagated_statements_chunks_bucket{le=\"1\"} 0"),
-			"{text}"
-		);
-		assert!(text.contains(
-			"substrate_sync_initial_sync_duration_seconds_count{outcome=\"completed\"} 0"
-		));
-		assert!(text.contains("substrate_sub_libp2p_peers_count 0"));
+		let families = metrics.families();
+		let flooding = family(&families, "substrate_sync_statement_flooding_detected");
+		assert_eq!(flooding.kind, Kind::Counter);
+		assert_eq!(flooding.samples, vec![Sample::value(&[], 2)]);
+		let chunks = &family(&families, "substrate_sync_propagated_statements_chunks").samples[0];
+		let Reading::Histogram { buckets, count, .. } = &chunks.reading else {
+			panic!("{chunks:?}")
+		};
+		assert_eq!((buckets[0], buckets[1], *count), ((1.0, 0), (4.0, 1), 1));
+		let syncs = family(&families, "substrate_sync_initial_sync_duration_seconds");
+		assert_eq!(syncs.samples[0].labels, vec![("outcome", "completed")]);
+		assert!(matches!(syncs.samples[0].reading, Reading::Histogram { count: 0, .. }));
+		let peers = family(&families, "substrate_sub_libp2p_peers_count");
+		assert_eq!((peers.kind, &peers.samples), (Kind::Gauge, &vec![Sample::value(&[], 0)]));
 	}
 }

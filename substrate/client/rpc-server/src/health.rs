@@ -9,7 +9,7 @@
 //! Both ask the registered `system_health`, so the answers never drift from the RPC method.
 //! Other paths and methods go on to jsonrpsee.
 
-use super::intercept::{Answer, Interceptor};
+use crate::intercept::{Answer, Interceptor};
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use jsonrpsee::{
 	core::EmptyServerParams,

@@ -8,7 +8,7 @@
 //! anything runs, preflights (`OPTIONS`) included. Requests without an `Origin` are not from a
 //! browser page and are served.
 
-use super::{
+use crate::{
 	intercept::{Answer, Interceptor},
 	origin::Cors,
 };

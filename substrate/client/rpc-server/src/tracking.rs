@@ -1,7 +1,7 @@
 //! Tells the connection table what each connection is doing: an HTTP layer sees requests
 //! arrive and upgrades to WebSocket, an RPC middleware sees JSON-RPC calls start and end.
 
-use super::connections::Conn;
+use crate::connections::Conn;
 use http::{Request, StatusCode};
 use jsonrpsee::{
 	core::{

@@ -209,3 +209,37 @@ where
 		self.inner.notification(notification)
 	}
 }
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	fn guard(methods: &[&'static str]) -> SubscriptionsNeedWebSocket<()> {
+		let layer = SubscriptionsNeedWebSocketLayer::new(methods.iter().copied().collect());
+		SubscriptionsNeedWebSocket { subscriptions: layer.subscriptions, inner: () }
+	}
+
+	#[test]
+	fn a_subscription_over_http_is_refused_naming_the_websocket_address() {
+		let guard = guard(&["sub"]);
+		let mut extensions = http::Extensions::new();
+		extensions.insert(Transport::Http { host: Some(HeaderValue::from_static("node:9944")) });
+		let error = guard.refusal("sub", &extensions).unwrap();
+		assert_eq!(error.code(), SUBSCRIPTION_OVER_HTTP_CODE);
+		assert!(error.message().contains("connect over WebSocket (ws://node:9944)"), "{error:?}");
+		let error = guard.refusal_over_http("sub", None).unwrap();
+		assert!(error.message().contains("ws://HOST:PORT"), "{error:?}");
+	}
+
+	#[test]
+	fn other_methods_and_websocket_calls_pass() {
+		let guard = guard(&["sub"]);
+		let mut http = http::Extensions::new();
+		http.insert(Transport::Http { host: None });
+		assert!(guard.refusal("hello", &http).is_none());
+		let mut websocket = http::Extensions::new();
+		websocket.insert(Transport::WebSocket);
+		assert!(guard.refusal("sub", &websocket).is_none());
+		assert!(guard.refusal("sub", &http::Extensions::new()).is_none(), "unlabelled: not ours");
+	}
+}

@@ -1,0 +1,61 @@
+//! `statement-rpc-server`: a JSON-RPC server over HTTP and WebSocket on one port, with the
+//! protections a Substrate node's RPC port has, for any set of jsonrpsee methods.
+//!
+//! ```no_run
+//! use jsonrpsee::RpcModule;
+//! use statement_rpc_server::{Config, Cors, Server};
+//! use std::time::Duration;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut methods = RpcModule::new(());
+//! methods.register_method("hello", |_, _, _| "world")?;
+//! let config = Config {
+//!     cors: Cors::parse("http://localhost:*")?,
+//!     max_connections: 100,
+//!     max_subscriptions_per_connection: 1024,
+//!     request_timeout: Duration::from_secs(60),
+//! };
+//! let server = Server::bind("127.0.0.1:9944".parse()?, config).await?;
+//! println!("listening on {}", server.local_addr()?);
+//! let handle = server.start(methods);
+//! handle.stop()?;
+//! handle.stopped().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! jsonrpsee answers the requests; this crate runs the accept loop itself ([`Server`]) so that
+//! every connection is accounted for. Every request passes, in order:
+//! - `connections`: each connection holds one of `max_connections` slots; one that keeps its
+//!   client waiting past `request_timeout` is closed, and when every slot is taken a newcomer
+//!   takes the slot of the longest-waiting one, or gets HTTP 429 if all are busy (`tracking`
+//!   tells the table what each connection is doing);
+//! - `cors` and `origin`: a request or WebSocket upgrade from a browser origin the [`Cors`]
+//!   policy does not allow gets 403 before anything runs; allowed ones get CORS headers;
+//! - `transport`: each request is labelled HTTP or WebSocket, and a subscription method called
+//!   over plain HTTP gets an error naming the WebSocket address
+//!   ([`SUBSCRIPTION_OVER_HTTP_CODE`]);
+//! - `health`: `GET /health` and `GET /health/readiness`, answered from the `system_health`
+//!   method the caller registers, as a Substrate node answers them;
+//! - `oversized`: a body declared over [`MAX_REQUEST_BYTES`] gets 413 after it is read through
+//!   (up to [`MOST_DRAINED`] bytes), so the client sees the answer, not a reset.
+//!
+//! `intercept` is the one shape of the layers that answer some requests themselves (origin
+//! refusals, health). WebSockets are pinged every 30 s and closed after 60 s without a pong.
+
+#![forbid(unsafe_code)]
+
+mod connections;
+mod cors;
+mod health;
+mod intercept;
+mod origin;
+mod oversized;
+mod server;
+mod tracking;
+mod transport;
+
+pub use origin::{AllowedOrigin, Cors, InvalidOrigin};
+pub use oversized::MOST_DRAINED;
+pub use server::{Config, Server, MAX_REQUEST_BYTES};
+pub use transport::SUBSCRIPTION_OVER_HTTP_CODE;

@@ -1,0 +1,185 @@
+//! The server alone, with a few methods of its own, over real sockets: what a node built on it
+//! gets without writing any of it (the node's own tests drive the same paths through the node).
+
+use jsonrpsee::{server::ServerHandle, RpcModule};
+use statement_rpc_server::{Config, Cors, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_OVER_HTTP_CODE};
+use std::{
+	io::{Read, Write},
+	net::TcpStream,
+	time::Duration,
+};
+
+/// A server on a free port with `hello`, a subscription, and `system_health` reporting one peer.
+async fn serve(cors: &str, max_connections: u32) -> (ServerHandle, u16) {
+	let mut methods = RpcModule::new(());
+	methods.register_method("hello", |_, _, _| "world").unwrap();
+	methods
+		.register_method(
+			"system_health",
+			|_, _, _| serde_json::json!({"peers": 1, "isSyncing": false, "shouldHavePeers": true}),
+		)
+		.unwrap();
+	methods
+		.register_subscription("sub", "note", "unsub", |_, pending, _, _| async move {
+			pending.accept().await?;
+			Ok(())
+		})
+		.unwrap();
+	let config = Config {
+		cors: Cors::parse(cors).unwrap(),
+		max_connections,
+		max_subscriptions_per_connection: 4,
+		request_timeout: Duration::from_secs(60),
+	};
+	let server = Server::bind("127.0.0.1:0".parse().unwrap(), config).await.unwrap();
+	let port = server.local_addr().unwrap().port();
+	(server.start(methods), port)
+}
+
+/// Send `request` and read the answer to its end: (status, head, body).
+fn exchange(port: u16, request: &str) -> (u16, String, String) {
+	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+	stream.write_all(request.as_bytes()).unwrap();
+	let mut response = String::new();
+	// Every request here says `Connection: close`, so the answer ends with the stream.
+	stream.read_to_string(&mut response).unwrap();
+	let (head, body) = response.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{response:?}"));
+	let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+	(status, head.to_lowercase(), body.to_string())
+}
+
+fn post(port: u16, origin: Option<&str>, body: &str) -> (u16, String, String) {
+	let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
+	exchange(
+		port,
+		&format!(
+			"POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{origin}Content-Type: application/json\r\n\
+			 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+			body.len()
+		),
+	)
+}
+
+const HELLO: &str = r#"{"jsonrpc":"2.0","id":1,"method":"hello"}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_origin_the_policy_refuses_gets_403_and_an_allowed_one_is_served_with_cors_headers() {
+	let (server, port) = serve("http://localhost:*", 8).await;
+	let answer = tokio::task::spawn_blocking(move || {
+		let refused = post(port, Some("http://localhost.evil.com"), HELLO);
+		let allowed = post(port, Some("http://localhost:3000"), HELLO);
+		let no_origin = post(port, None, HELLO);
+		(refused, allowed, no_origin)
+	})
+	.await
+	.unwrap();
+	let (refused, allowed, no_origin) = answer;
+	assert_eq!(refused.0, 403, "{refused:?}");
+	assert!(refused.2.contains("--rpc-cors"), "{refused:?}");
+	assert_eq!(allowed.0, 200, "{allowed:?}");
+	assert!(
+		allowed.1.contains("access-control-allow-origin: http://localhost:3000"),
+		"{allowed:?}"
+	);
+	assert!(allowed.2.contains("world"), "{allowed:?}");
+	assert_eq!(no_origin.0, 200, "{no_origin:?}");
+	server.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_over_plain_http_is_refused_naming_the_websocket_address() {
+	let (server, port) = serve("all", 8).await;
+	let (status, _, body) = tokio::task::spawn_blocking(move || {
+		post(port, None, r#"{"jsonrpc":"2.0","id":1,"method":"sub"}"#)
+	})
+	.await
+	.unwrap();
+	assert_eq!(status, 200);
+	let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+	assert_eq!(answer["error"]["code"], SUBSCRIPTION_OVER_HTTP_CODE, "{body}");
+	let message = answer["error"]["message"].as_str().unwrap_or_default();
+	assert!(message.contains(&format!("ws://127.0.0.1:{port}")), "{message}");
+	server.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_are_answered_from_system_health() {
+	let (server, port) = serve("all", 8).await;
+	let get = move |path: &str| {
+		let request =
+			format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+		exchange(port, &request)
+	};
+	let (health, readiness) =
+		tokio::task::spawn_blocking(move || (get("/health"), get("/health/readiness")))
+			.await
+			.unwrap();
+	assert_eq!(health.0, 200);
+	assert_eq!(health.2, r#"{"peers":1,"isSyncing":false,"shouldHavePeers":true}"#);
+	assert_eq!(readiness.0, 200, "one peer and not syncing: ready");
+	server.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_declared_over_the_limit_is_answered_413_once_it_is_read() {
+	let (server, port) = serve("all", 8).await;
+	let (status, _, body) = tokio::task::spawn_blocking(move || {
+		let size = MAX_REQUEST_BYTES as usize + 1;
+		let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+		stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+		let head = format!(
+			"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+			 Content-Length: {size}\r\nConnection: close\r\n\r\n"
+		);
+		stream.write_all(head.as_bytes()).unwrap();
+		// The whole body goes out without a reset: the server reads it through.
+		stream.write_all(&vec![b' '; size]).unwrap();
+		let mut response = String::new();
+		stream.read_to_string(&mut response).unwrap();
+		let (head, body) = response.split_once("\r\n\r\n").unwrap();
+		let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+		(status, head.to_string(), body.to_string())
+	})
+	.await
+	.unwrap();
+	assert_eq!(status, 413, "{body}");
+	server.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_limit_with_every_connection_busy_a_newcomer_gets_429() {
+	let (server, port) = serve("all", 1).await;
+	let refused = tokio::task::spawn_blocking(move || {
+		// A WebSocket that has made a call is a session, never evicted.
+		let mut session = TcpStream::connect(("127.0.0.1", port)).unwrap();
+		session
+			.write_all(
+				b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+				  Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+			)
+			.unwrap();
+		let mut buf = [0u8; 1024];
+		let read = session.read(&mut buf).unwrap();
+		assert!(String::from_utf8_lossy(&buf[..read]).starts_with("HTTP/1.1 101"));
+		// One masked text frame: {"jsonrpc":"2.0","id":1,"method":"hello"}.
+		let payload = HELLO.as_bytes();
+		let mut frame = vec![0x81, 0x80 | payload.len() as u8, 0, 0, 0, 0];
+		frame.extend_from_slice(payload);
+		session.write_all(&frame).unwrap();
+		let _ = session.read(&mut buf).unwrap();
+		// The newcomer sends nothing: the answer comes on accept, and a request left unread
+		// on the closed socket would reset it before the answer is read.
+		let mut newcomer = TcpStream::connect(("127.0.0.1", port)).unwrap();
+		newcomer.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+		let mut refused = String::new();
+		newcomer.read_to_string(&mut refused).unwrap();
+		drop(session);
+		refused
+	})
+	.await
+	.unwrap();
+	assert!(refused.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{refused:?}");
+	assert!(refused.ends_with("\r\n\r\nToo many connections. Please try again later."));
+	server.stop().unwrap();
+}
