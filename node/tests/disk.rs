@@ -18,11 +18,12 @@ use jsonrpsee::{
 };
 use serde_json::Value;
 use sp_core::{sr25519, Pair};
+use statement_primitives::testing::TestStatement;
 use statement_primitives::{Statement, Topic};
 use std::{
 	path::{Path, PathBuf},
 	process::Command,
-	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+	time::{Duration, Instant},
 };
 
 /// A tmpfs of a fixed size, unmounted when dropped; `None` where mounting is not permitted.
@@ -155,13 +156,11 @@ fn submit_json(statement: &Statement) -> String {
 
 /// Statement `n` of a run: 256 bytes, on the test's topic, from one of the dev accounts.
 fn statement(n: u32, keys: &[sr25519::Pair], topic: Topic) -> Statement {
-	let mut statement = Statement::new();
-	let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-	statement.set_expiry_from_parts((now + 3600) as u32, n);
-	statement.set_topic(0, topic);
-	statement.set_plain_data(n.to_le_bytes().repeat(64));
-	statement.sign_sr25519_private(&keys[n as usize % keys.len()]);
-	statement
+	TestStatement::new()
+		.expiring_in(3600, n)
+		.topic(0, topic)
+		.data(n.to_le_bytes().repeat(64))
+		.signed_sr25519(&keys[n as usize % keys.len()])
 }
 
 async fn submit(client: &HttpClient, statement: &Statement) -> Result<String, String> {

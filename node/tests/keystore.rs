@@ -12,12 +12,9 @@ use jsonrpsee::{
 };
 use serde_json::Value;
 use sp_core::{ed25519, sr25519, Pair};
+use statement_primitives::testing::TestStatement;
 use statement_primitives::{Statement, Topic};
-use std::{
-	path::Path,
-	process::Command,
-	time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{path::Path, process::Command, time::Duration};
 
 fn topic(text: &str) -> Topic {
 	Topic(sp_crypto_hashing::blake2_256(text.as_bytes()))
@@ -34,13 +31,11 @@ fn ed25519_public(suri: &str) -> ed25519::Public {
 /// A statement on `topic` from `signer` (a dev account, which has an allowance), with `data`
 /// encrypted to `dest`.
 fn encrypted(signer: &str, topic: Topic, dest: &ed25519::Public, data: &[u8]) -> Statement {
-	let mut statement = Statement::new();
-	let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-	statement.set_expiry_from_parts((now + 3600) as u32, 0);
-	statement.set_topic(0, topic);
-	statement.encrypt(data, dest).unwrap();
-	statement.sign_sr25519_private(&sr25519::Pair::from_string(signer, None).unwrap());
-	statement
+	TestStatement::new()
+		.expiring_in(3600, 0)
+		.topic(0, topic)
+		.encrypted_to(dest, data)
+		.signed_sr25519(&sr25519::Pair::from_string(signer, None).unwrap())
 }
 
 fn client(node: &Node) -> HttpClient {

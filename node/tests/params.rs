@@ -17,8 +17,9 @@ use jsonrpsee::{
 };
 use serde_json::{json, Value};
 use sp_core::{sr25519, Pair};
+use statement_primitives::testing::TestStatement;
 use statement_primitives::{Statement, Topic};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 const FORMS: &str = r#"expected "any", {"matchAll": [topics]} or {"matchAny": [topics]}"#;
 
@@ -95,13 +96,11 @@ async fn bad_method_params_are_named_with_what_was_expected_over_http_and_websoc
 }
 
 fn signed(topic: Topic, data: &[u8]) -> Statement {
-	let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts((now + 3600) as u32, 0);
-	statement.set_topic(0, topic);
-	statement.set_plain_data(data.to_vec());
-	statement.sign_sr25519_private(&sr25519::Pair::from_string("//Alice", None).unwrap());
-	statement
+	TestStatement::new()
+		.expiring_in(3600, 0)
+		.topic(0, topic)
+		.data(data)
+		.signed_sr25519(&sr25519::Pair::from_string("//Alice", None).unwrap())
 }
 
 #[tokio::test]

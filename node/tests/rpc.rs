@@ -11,6 +11,7 @@ use jsonrpsee::{
 };
 use serde_json::{json, Value};
 use sp_core::{sr25519, Pair};
+use statement_primitives::testing::TestStatement;
 use statement_primitives::{Statement, Topic, SUBSCRIPTION_STATE_BYTES};
 use std::{
 	io::{Read, Write},
@@ -33,17 +34,12 @@ fn now() -> u64 {
 }
 
 fn signed(suri: &str, topics: &[Topic], key: Option<[u8; 32]>, data: &[u8]) -> Statement {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts((now() + 3600) as u32, 0);
-	for (index, topic) in topics.iter().enumerate() {
-		statement.set_topic(index, *topic);
-	}
-	if let Some(key) = key {
-		statement.set_decryption_key(key);
-	}
-	statement.set_plain_data(data.to_vec());
-	statement.sign_sr25519_private(&sr25519::Pair::from_string(suri, None).unwrap());
-	statement
+	TestStatement::new()
+		.expiring_in(3600, 0)
+		.topics(topics)
+		.decryption_key(key)
+		.data(data)
+		.signed_sr25519(&sr25519::Pair::from_string(suri, None).unwrap())
 }
 
 fn topics_json(topics: &[Topic]) -> Value {

@@ -73,6 +73,22 @@ impl TestStatement {
 		self
 	}
 
+	/// Expire `seconds` from now (the wall clock); `sequence` orders statements of that
+	/// second. For tests against a node, which checks expiry against its own clock.
+	pub fn expiring_in(self, seconds: u64, sequence: u32) -> Self {
+		let now = std::time::SystemTime::now()
+			.duration_since(std::time::UNIX_EPOCH)
+			.expect("the clock is past 1970")
+			.as_secs();
+		self.expiry(u32::try_from(now + seconds).expect("expiry fits u32"), sequence)
+	}
+
+	/// Carry `data` encrypted to `dest` (upstream's ECIES), with `dest` as the decryption key.
+	pub fn encrypted_to(mut self, dest: &ed25519::Public, data: &[u8]) -> Self {
+		self.0.encrypt(data, dest).expect("encrypting to an ed25519 key");
+		self
+	}
+
 	/// Carry `data` in the clear.
 	pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
 		self.0.set_plain_data(data.into());
@@ -120,6 +136,22 @@ pub fn sr25519_pair(n: u32) -> sr25519::Pair {
 mod tests {
 	use super::*;
 	use crate::SignatureVerificationResult;
+
+	#[test]
+	fn a_statement_expiring_in_an_hour_expires_an_hour_from_now_and_encrypts_to_its_key() {
+		let now =
+			std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+		let dest = ed25519_pair(3);
+		let statement = TestStatement::new()
+			.expiring_in(3600, 9)
+			.encrypted_to(&dest.public(), b"secret")
+			.signed_ed25519(&ed25519_pair(1));
+		let expires_at = statement.expiry() >> 32;
+		assert!((now + 3600..=now + 3601 + 60).contains(&expires_at), "{expires_at} vs {now}");
+		assert_eq!(statement.expiry() as u32, 9);
+		assert_eq!(statement.decryption_key(), Some(dest.public().0));
+		assert_ne!(statement.data(), Some(&b"secret"[..]), "the data is not in the clear");
+	}
 
 	#[test]
 	fn what_the_builder_sets_is_what_the_statement_carries() {
