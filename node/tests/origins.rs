@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{http_exchange, Answer, Node};
+use common::{http_exchange, post, Answer, Node};
 use jsonrpsee::{
 	core::client::{ClientT, SubscriptionClientT},
 	http_client::HttpClientBuilder,
@@ -17,18 +17,6 @@ use std::{
 	process::{Command, Stdio},
 	time::{Duration, Instant},
 };
-
-fn post(port: u16, origin: Option<&str>, body: &str) -> Answer {
-	let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
-	http_exchange(
-		port,
-		&format!(
-			"POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{origin}Content-Type: application/json\r\n\
-			 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-			body.len()
-		),
-	)
-}
 
 fn get(port: u16, path: &str) -> Answer {
 	http_exchange(

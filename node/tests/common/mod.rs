@@ -5,8 +5,7 @@
 #![allow(dead_code)]
 
 use std::{
-	io::{BufRead, BufReader, Read, Write},
-	net::TcpStream,
+	io::{BufRead, BufReader},
 	process::{Child, Command, Stdio},
 	sync::mpsc::{channel, Receiver, RecvTimeoutError},
 	time::{Duration, Instant},
@@ -139,42 +138,6 @@ impl Drop for Node {
 	}
 }
 
-/// One HTTP exchange on a fresh connection, read to its end.
-pub struct Answer {
-	/// The status code.
-	pub status: u16,
-	/// The status line and header lines, lower case.
-	pub headers: String,
-	/// The body.
-	pub body: String,
-}
-
-/// Send `request` as it is on a fresh connection and read the answer, for what the JSON-RPC
-/// clients do not show (status codes, CORS headers, plain-HTTP paths).
-pub fn http_exchange(port: u16, request: &str) -> Answer {
-	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-	stream.write_all(request.as_bytes()).unwrap();
-	let mut response = Vec::new();
-	// The server closes after answering (`Connection: close`); a 403 to an upgrade may not.
-	let mut buf = [0u8; 4096];
-	while let Ok(read) = stream.read(&mut buf) {
-		if read == 0 {
-			break;
-		}
-		response.extend_from_slice(&buf[..read]);
-		let text = String::from_utf8_lossy(&response);
-		if let Some((head, body)) = text.split_once("\r\n\r\n") {
-			let length = head.lines().find_map(|line| {
-				line.to_lowercase().strip_prefix("content-length:").map(str::to_string)
-			});
-			if length.is_some_and(|length| length.trim().parse::<usize>() == Ok(body.len())) {
-				break;
-			}
-		}
-	}
-	let text = String::from_utf8_lossy(&response).to_string();
-	let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {text:?}"));
-	let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-	Answer { status, headers: head.to_lowercase(), body: body.to_string() }
-}
+/// Raw HTTP for what the JSON-RPC clients do not show: the server crate's helpers.
+#[allow(unused_imports)]
+pub use statement_rpc_server::testing::{exchange as http_exchange, post, Answer};

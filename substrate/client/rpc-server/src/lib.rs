@@ -52,6 +52,8 @@ mod intercept;
 mod origin;
 mod oversized;
 mod server;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tracking;
 mod transport;
 

@@ -2,7 +2,10 @@
 //! gets without writing any of it (the node's own tests drive the same paths through the node).
 
 use jsonrpsee::{server::ServerHandle, RpcModule};
-use statement_rpc_server::{Config, Cors, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_OVER_HTTP_CODE};
+use statement_rpc_server::{
+	testing::{exchange, post},
+	Config, Cors, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_OVER_HTTP_CODE,
+};
 use std::{
 	io::{Read, Write},
 	net::TcpStream,
@@ -36,31 +39,6 @@ async fn serve(cors: &str, max_connections: u32) -> (ServerHandle, u16) {
 	(server.start(methods), port)
 }
 
-/// Send `request` and read the answer to its end: (status, head, body).
-fn exchange(port: u16, request: &str) -> (u16, String, String) {
-	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-	stream.write_all(request.as_bytes()).unwrap();
-	let mut response = String::new();
-	// Every request here says `Connection: close`, so the answer ends with the stream.
-	stream.read_to_string(&mut response).unwrap();
-	let (head, body) = response.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{response:?}"));
-	let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
-	(status, head.to_lowercase(), body.to_string())
-}
-
-fn post(port: u16, origin: Option<&str>, body: &str) -> (u16, String, String) {
-	let origin = origin.map(|origin| format!("Origin: {origin}\r\n")).unwrap_or_default();
-	exchange(
-		port,
-		&format!(
-			"POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{origin}Content-Type: application/json\r\n\
-			 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-			body.len()
-		),
-	)
-}
-
 const HELLO: &str = r#"{"jsonrpc":"2.0","id":1,"method":"hello"}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,26 +53,27 @@ async fn an_origin_the_policy_refuses_gets_403_and_an_allowed_one_is_served_with
 	.await
 	.unwrap();
 	let (refused, allowed, no_origin) = answer;
-	assert_eq!(refused.0, 403, "{refused:?}");
-	assert!(refused.2.contains("--rpc-cors"), "{refused:?}");
-	assert_eq!(allowed.0, 200, "{allowed:?}");
+	assert_eq!(refused.status, 403, "{refused:?}");
+	assert!(refused.body.contains("--rpc-cors"), "{refused:?}");
+	assert_eq!(allowed.status, 200, "{allowed:?}");
 	assert!(
-		allowed.1.contains("access-control-allow-origin: http://localhost:3000"),
+		allowed.headers.contains("access-control-allow-origin: http://localhost:3000"),
 		"{allowed:?}"
 	);
-	assert!(allowed.2.contains("world"), "{allowed:?}");
-	assert_eq!(no_origin.0, 200, "{no_origin:?}");
+	assert!(allowed.body.contains("world"), "{allowed:?}");
+	assert_eq!(no_origin.status, 200, "{no_origin:?}");
 	server.stop().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_over_plain_http_is_refused_naming_the_websocket_address() {
 	let (server, port) = serve("all", 8).await;
-	let (status, _, body) = tokio::task::spawn_blocking(move || {
-		post(port, None, r#"{"jsonrpc":"2.0","id":1,"method":"sub"}"#)
-	})
-	.await
-	.unwrap();
+	let statement_rpc_server::testing::Answer { status, body, .. } =
+		tokio::task::spawn_blocking(move || {
+			post(port, None, r#"{"jsonrpc":"2.0","id":1,"method":"sub"}"#)
+		})
+		.await
+		.unwrap();
 	assert_eq!(status, 200);
 	let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
 	assert_eq!(answer["error"]["code"], SUBSCRIPTION_OVER_HTTP_CODE, "{body}");
@@ -115,9 +94,9 @@ async fn health_and_readiness_are_answered_from_system_health() {
 		tokio::task::spawn_blocking(move || (get("/health"), get("/health/readiness")))
 			.await
 			.unwrap();
-	assert_eq!(health.0, 200);
-	assert_eq!(health.2, r#"{"peers":1,"isSyncing":false,"shouldHavePeers":true}"#);
-	assert_eq!(readiness.0, 200, "one peer and not syncing: ready");
+	assert_eq!(health.status, 200);
+	assert_eq!(health.body, r#"{"peers":1,"isSyncing":false,"shouldHavePeers":true}"#);
+	assert_eq!(readiness.status, 200, "one peer and not syncing: ready");
 	server.stop().unwrap();
 }
 
