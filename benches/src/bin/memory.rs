@@ -19,7 +19,7 @@
 
 use statement_primitives::{StatementSource, StatementStore, SubmitResult};
 use statement_store::Store;
-use statement_store_benches::{baseline::RamIndexStore, fixture};
+use statement_store_benches::{baseline::RamIndexStore, fixture, procfs};
 use std::{
 	alloc::{GlobalAlloc, Layout, System},
 	path::{Path, PathBuf},
@@ -83,12 +83,7 @@ fn mib(bytes: usize) -> f64 {
 
 /// The kernel's peak resident set size of this process, in bytes.
 fn peak_rss() -> usize {
-	let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-	status
-		.lines()
-		.find_map(|line| line.strip_prefix("VmHWM:"))
-		.and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
-		.map_or(0, |kib| kib * 1024)
+	procfs::status_kib(procfs::SELF, "VmHWM") as usize * 1024
 }
 
 fn disk_size(path: &Path) -> u64 {

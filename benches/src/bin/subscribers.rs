@@ -34,11 +34,16 @@
 
 use sp_core::{sr25519, Pair};
 use statement_primitives::{Statement, Topic};
-use statement_store_benches::fixture::topic;
+use statement_store_benches::{
+	fixture::topic,
+	metrics::SUBSCRIPTIONS,
+	node::{Chain, Launch, Node},
+	procfs::{self, RssPeak},
+};
 use std::{
 	io::{Read, Write},
-	net::{Shutdown, TcpListener, TcpStream},
-	process::{Child, Command, Stdio},
+	net::{Shutdown, TcpStream},
+	path::PathBuf,
 	sync::{
 		atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
 		Arc,
@@ -58,6 +63,8 @@ const REPLAY_TOPIC: u32 = 77;
 const REPLAY_PARTS: u32 = 5;
 /// How long `submit` waits after the subscriptions opened before it measures and submits.
 const SETTLE: Duration = Duration::from_secs(15);
+/// How often `submit` samples the node's RSS for its peak.
+const RSS_PERIOD: Duration = Duration::from_millis(20);
 /// `fanout`'s topic.
 const FANOUT_TOPIC: u32 = 88;
 
@@ -164,10 +171,6 @@ fn parse_args() -> Result<Args, String> {
 	Ok(args)
 }
 
-fn free_port() -> u16 {
-	TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_or(0, |a| a.port())
-}
-
 fn hex(bytes: &[u8]) -> String {
 	let mut out = String::with_capacity(2 + bytes.len() * 2);
 	out.push_str("0x");
@@ -248,66 +251,26 @@ fn submit_all(port: u16, batches: &[String]) -> Result<usize, String> {
 	})
 }
 
-struct Node {
-	child: Child,
-	rpc_port: u16,
-	metrics_port: u16,
+/// A `--dev` node on a temporary base path, with up to 1,000 RPC connections and the
+/// subscription budget asked for.
+fn start_node(path: &str, budget_mib: Option<usize>) -> Result<Node, String> {
+	let mut args: Vec<String> = ["--rpc-max-connections", "1000"].map(String::from).to_vec();
+	if let Some(mib) = budget_mib {
+		args.extend(["--statement-subscription-memory-mib".to_string(), mib.to_string()]);
+	}
+	args.extend(["--listen-addr", "/ip4/127.0.0.1/tcp/0"].map(String::from));
+	let launch = Launch { binary: PathBuf::from(path), base_path: None, chain: Chain::Dev, args };
+	Ok(launch.start()?.0)
 }
 
-impl Node {
-	fn start(path: &str, budget_mib: Option<usize>) -> Result<Node, String> {
-		let (rpc_port, metrics_port) = (free_port(), free_port());
-		let budget = budget_mib.map(|mib| mib.to_string());
-		let child = Command::new(path)
-			.args(["--dev", "--rpc-max-connections", "1000"])
-			.args(budget.iter().flat_map(|mib| ["--statement-subscription-memory-mib", mib]))
-			.args(["--rpc-port", &rpc_port.to_string()])
-			.args(["--prometheus-port", &metrics_port.to_string()])
-			.args(["--listen-addr", "/ip4/127.0.0.1/tcp/0"])
-			.stdout(Stdio::null())
-			.stderr(Stdio::null())
-			.spawn()
-			.map_err(|err| format!("cannot start {path}: {err}"))?;
-		let node = Node { child, rpc_port, metrics_port };
-		let deadline = Instant::now() + Duration::from_secs(60);
-		while TcpStream::connect(("127.0.0.1", rpc_port)).is_err() {
-			if Instant::now() > deadline {
-				return Err("the node did not open its RPC port within 60 s".into());
-			}
-			std::thread::sleep(Duration::from_millis(50));
-		}
-		Ok(node)
-	}
-
-	/// A `/proc/<pid>/status` figure in KiB.
-	fn status_kib(&self, field: &str) -> u64 {
-		let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-			.unwrap_or_default();
-		status
-			.lines()
-			.find(|line| line.starts_with(field))
-			.and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
-			.unwrap_or(0)
-	}
-
-	fn metric(&self, name: &str) -> Option<f64> {
-		let body = http(self.metrics_port, "GET", "/metrics", "").ok()?;
-		let line = body.lines().find(|line| line.starts_with(&format!("{name} ")))?;
-		line.split(' ').nth(1)?.parse().ok()
-	}
+/// A metric of `node`, `None` if it is not exported or cannot be read.
+fn metric(node: &Node, name: &str) -> Option<f64> {
+	node.metric(name).ok().flatten()
 }
 
-impl Drop for Node {
-	fn drop(&mut self) {
-		let _ = self.child.kill();
-		let _ = self.child.wait();
-	}
-}
-
-/// One HTTP/1.1 exchange on a fresh connection; the response body.
-fn http(port: u16, method: &str, path: &str, body: &str) -> Result<String, String> {
-	let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|err| err.to_string())?;
-	exchange(&mut stream, method, path, body, true)
+/// A `/proc/<pid>/status` figure of `node` in MiB.
+fn status_mib(node: &Node, field: &str) -> f64 {
+	procfs::status_kib(node.pid(), field) as f64 / 1024.0
 }
 
 /// One HTTP/1.1 exchange on `stream` (kept alive unless `close`); the response body.
@@ -466,9 +429,9 @@ fn read_message(stream: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
 /// Wait until the store has answered `expected` subscriptions in all: open, or refused or
 /// dropped for its memory budget. Returns how many are open.
 fn wait_for_subscriptions(node: &Node, expected: f64, deadline: Instant) -> Result<f64, String> {
-	let counted = |name: &str| node.metric(name).unwrap_or(0.0);
+	let counted = |name: &str| metric(node, name).unwrap_or(0.0);
 	loop {
-		let open = node.metric("substrate_statement_store_subscriptions");
+		let open = metric(node, SUBSCRIPTIONS);
 		let refused = counted("substrate_statement_store_subscriptions_refused_for_budget_total");
 		let dropped = counted("substrate_statement_store_subscriptions_dropped_for_budget_total");
 		if let Some(open) = open {
@@ -516,7 +479,7 @@ fn open_subscriptions(
 	on_live: Option<Arc<dyn Fn() + Send + Sync>>,
 ) -> Result<(Vec<TcpStream>, usize), String> {
 	// Gossip's own watch of the store counts as a subscription.
-	let already = node.metric("substrate_statement_store_subscriptions").unwrap_or(0.0);
+	let already = metric(node, SUBSCRIPTIONS).unwrap_or(0.0);
 	let replays = Arc::new(AtomicUsize::new(0));
 	let mut streams = Vec::new();
 	let mut opened = 0;
@@ -573,9 +536,9 @@ struct Run {
 }
 
 fn run(args: &Args, batches: &[String], subscribers: usize) -> Result<Run, String> {
-	let node = Node::start(&args.node, args.budget_mib)?;
+	let node = start_node(&args.node, args.budget_mib)?;
 	std::thread::sleep(Duration::from_millis(500));
-	let idle_mib = node.status_kib("VmRSS:") as f64 / 1024.0;
+	let idle_mib = status_mib(&node, "VmRSS");
 	let (streams, opened) = open_subscriptions(
 		&node,
 		subscribers,
@@ -587,40 +550,22 @@ fn run(args: &Args, batches: &[String], subscribers: usize) -> Result<Run, Strin
 	// Let the replies drain and the allocator settle: jemalloc returns the pages that the
 	// subscribing itself used after 10 s, work that would otherwise land on the submits.
 	std::thread::sleep(SETTLE);
-	let subscribed_mib = node.status_kib("VmRSS:") as f64 / 1024.0;
+	let subscribed_mib = status_mib(&node, "VmRSS");
 
-	let peak = Arc::new(AtomicU64::new(0));
-	let done = Arc::new(AtomicBool::new(false));
-	let sampler = {
-		let (peak, done) = (peak.clone(), done.clone());
-		let status = format!("/proc/{}/status", node.child.id());
-		std::thread::spawn(move || {
-			while !done.load(Ordering::Relaxed) {
-				let text = std::fs::read_to_string(&status).unwrap_or_default();
-				let rss = text
-					.lines()
-					.find(|line| line.starts_with("VmRSS:"))
-					.and_then(|line| line.split_whitespace().nth(1)?.parse().ok())
-					.unwrap_or(0);
-				peak.fetch_max(rss, Ordering::Relaxed);
-				std::thread::sleep(Duration::from_millis(20));
-			}
-		})
-	};
+	let peak = RssPeak::start(node.pid(), RSS_PERIOD);
 	let started = Instant::now();
 	let accepted = submit_all(node.rpc_port, batches)?;
 	let seconds = started.elapsed().as_secs_f64();
 	// Let the node settle (background writes, dropping lagging subscribers).
 	std::thread::sleep(Duration::from_secs(2));
-	done.store(true, Ordering::Relaxed);
-	let _ = sampler.join();
-	let open_subscriptions = node.metric("substrate_statement_store_subscriptions");
+	let peak_kib = peak.finish();
+	let open_subscriptions = metric(&node, SUBSCRIPTIONS);
 	let result = Run {
 		idle_mib,
 		subscribed_mib,
-		peak_mib: peak.load(Ordering::Relaxed) as f64 / 1024.0,
-		hwm_mib: node.status_kib("VmHWM:") as f64 / 1024.0,
-		end_mib: node.status_kib("VmRSS:") as f64 / 1024.0,
+		peak_mib: peak_kib as f64 / 1024.0,
+		hwm_mib: status_mib(&node, "VmHWM"),
+		end_mib: status_mib(&node, "VmRSS"),
 		seconds,
 		accepted,
 		opened,
@@ -685,7 +630,7 @@ fn replay_mode(args: &Args) -> Result<(), String> {
 		data[..4].copy_from_slice(&i.to_le_bytes());
 		statement.set_plain_data(data);
 	});
-	let node = Node::start(&args.node, args.budget_mib)?;
+	let node = start_node(&args.node, args.budget_mib)?;
 	let accepted = submit_all(node.rpc_port, &batches(&statements))?;
 	if accepted != count {
 		return Err(format!("{accepted} of {count} statements accepted"));
@@ -764,7 +709,7 @@ fn fanout_mode(args: &Args) -> Result<(), String> {
 		data[..4].copy_from_slice(&i.to_le_bytes());
 		statement.set_plain_data(data);
 	});
-	let node = Node::start(&args.node, args.budget_mib)?;
+	let node = start_node(&args.node, args.budget_mib)?;
 	let base = Instant::now();
 	let delivered = Arc::new(AtomicUsize::new(0));
 	let last = Arc::new(AtomicU64::new(0));

@@ -31,8 +31,9 @@ use jsonrpsee::http_client::HttpClientBuilder;
 use ledger::{Fate, Ledger};
 use load::Outcome;
 use statement_store_benches::{
+	chain_spec,
 	client::{Client, Transport},
-	node::{self, Launch},
+	node::{self, Chain, Launch},
 	random::Rng,
 };
 use std::{
@@ -99,7 +100,7 @@ impl Args {
 
 	/// `--node`, or `statement-node` in the directory of this executable.
 	fn node_binary(&self) -> Result<PathBuf, String> {
-		self.node.clone().map_or_else(node::binary_beside_me, Ok)
+		node::binary(self.node.clone())
 	}
 }
 
@@ -199,9 +200,15 @@ async fn run(args: Args) -> Result<bool, String> {
 		.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
 	let mut ledgers: Vec<Ledger> = (0..args.clients).map(Ledger::new).collect();
 	let accounts: Vec<[u8; 32]> = ledgers.iter().map(Ledger::account).collect();
-	let chain_spec = dir.path().join("spec.json");
-	node::write_chain_spec(&chain_spec, &accounts)?;
-	let launch = Launch { binary, base_path: dir.path().join("base"), chain_spec };
+	let spec = dir.path().join("spec.json");
+	chain_spec::write(&spec, &accounts)?;
+	let launch = Launch {
+		binary,
+		base_path: Some(dir.path().join("base")),
+		chain: Chain::Spec(spec),
+		args: ["--listen-addr", "/ip4/127.0.0.1/tcp/0"].map(String::from).to_vec(),
+	};
+	let base_path = dir.path().join("base");
 	let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
 	let expiry = u32::try_from(now + 2 * 24 * 3600).unwrap_or(u32::MAX);
 	let mut rng = Rng::new(args.seed);
@@ -210,7 +217,7 @@ async fn run(args: Args) -> Result<bool, String> {
 		"node {}, base path {}, seed {}, {} clients ({} HTTP, {} WebSocket), {} rounds, kill \
 		 after {:.1}-{:.1} s of load",
 		launch.binary.display(),
-		launch.base_path.display(),
+		base_path.display(),
 		args.seed,
 		args.clients,
 		args.clients.div_ceil(2),
@@ -244,7 +251,7 @@ async fn run(args: Args) -> Result<bool, String> {
 		let mut tasks = Vec::new();
 		for ledger in ledgers.iter_mut() {
 			let transport = if ledger.client % 2 == 0 { Transport::Http } else { Transport::Ws };
-			let client = Client::connect(transport, node.port).await?;
+			let client = Client::connect(transport, node.rpc_port).await?;
 			let queue = std::mem::take(&mut ledger.pending);
 			tasks.push(tokio::spawn(load::run(client, queue, stop.clone())));
 		}

@@ -42,9 +42,11 @@ use sp_core::Pair;
 use statement_primitives::Topic;
 use statement_store::MapAllowances;
 use statement_store_benches::{
+	chain_spec,
 	client::Transport,
 	fixture,
-	node::{self, Launch},
+	node::{self, Chain, Launch},
+	procfs,
 };
 use std::{
 	path::PathBuf,
@@ -203,10 +205,10 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), String> {
 	let started = Instant::now();
-	let binary = args.node.clone().map_or_else(node::binary_beside_me, Ok)?;
+	let binary = node::binary(args.node.clone())?;
 	let keys = fixture::keys();
 	let accounts: Vec<[u8; 32]> = keys.iter().map(|key| key.public().0).collect();
-	let storage = node::unlimited_allowances(&accounts);
+	let storage = chain_spec::unlimited_allowances(&accounts);
 	let allowances = || {
 		MapAllowances::from_storage(storage.iter().map(|(k, v)| (k.as_slice(), v.as_slice())))
 			.map_err(|err| format!("bad allowances: {err}"))
@@ -216,7 +218,7 @@ fn run(args: Args) -> Result<(), String> {
 		 warm-up; in-process threads {}\n",
 		binary.display(),
 		std::thread::available_parallelism().map_or(0, |n| n.get()),
-		load_average(),
+		procfs::load_average(),
 		args.timing.measured.as_secs_f64(),
 		args.timing.warm_up.as_secs_f64(),
 		args.threads,
@@ -245,11 +247,11 @@ fn run(args: Args) -> Result<(), String> {
 	}
 
 	let (_dir, node, runtime) = start_node(binary, &accounts, "node-load")?;
-	println!("node pid {}, JSON-RPC port {}\n", node.pid(), node.port);
+	println!("node pid {}, JSON-RPC port {}\n", node.pid(), node.rpc_port);
 	let memory = MemoryWatch::start(node.pid());
 	let mut run = NodeRun {
 		args: &args,
-		port: node.port,
+		port: node.rpc_port,
 		pid: node.pid(),
 		stash,
 		ceilings: &ceilings,
@@ -286,7 +288,7 @@ fn run(args: Args) -> Result<(), String> {
 		stash.sent,
 		data::QUERY_SET,
 		stash.signing.as_secs_f64(),
-		load_average(),
+		procfs::load_average(),
 		started.elapsed().as_secs_f64()
 	);
 	Ok(())
@@ -356,21 +358,20 @@ fn start_node(
 		.prefix(prefix)
 		.tempdir()
 		.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
-	let chain_spec = dir.path().join("spec.json");
-	node::write_chain_spec(&chain_spec, accounts)?;
-	let launch = Launch { binary, base_path: dir.path().join("base"), chain_spec };
+	let spec = dir.path().join("spec.json");
+	chain_spec::write(&spec, accounts)?;
+	let launch = Launch {
+		binary,
+		base_path: Some(dir.path().join("base")),
+		chain: Chain::Spec(spec),
+		args: ["--listen-addr", "/ip4/127.0.0.1/tcp/0"].map(String::from).to_vec(),
+	};
 	let (node, _) = launch.start()?;
 	let runtime = tokio::runtime::Builder::new_multi_thread()
 		.enable_all()
 		.build()
 		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
 	Ok((dir, node, runtime))
-}
-
-/// `/proc/loadavg`'s first three fields.
-fn load_average() -> String {
-	let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-	text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 /// Statements a phase at `rate` a second may need.
@@ -478,7 +479,7 @@ impl NodeRun<'_> {
 			let profiled = connections == most;
 			// Signed now, so that the span read per thread is the phase alone.
 			self.stash.top_up(needed(self.best_rate, self.args.timing));
-			let before = profiled.then(|| watch::thread_ticks(self.pid));
+			let before = profiled.then(|| procfs::thread_ticks(self.pid));
 			let perf = if profiled { self.start_perf("submit")? } else { None };
 			let phase_started = Instant::now();
 			let rate = self.submits(Transport::Ws, connections, None).await?;
@@ -486,7 +487,7 @@ impl NodeRun<'_> {
 			finish_perf(perf)?;
 			if let Some(before) = before {
 				let label = format!("the WebSocket submit phase at {connections} connections");
-				threads = Some((label, before, watch::thread_ticks(self.pid), seconds));
+				threads = Some((label, before, procfs::thread_ticks(self.pid), seconds));
 			}
 			ws_peak = ws_peak.max(rate);
 		}

@@ -4,13 +4,14 @@
 //! light node receives against what it asked for.
 
 use crate::{
-	node::{
-		cpu_time, metric_value, rss_kib, NodeSettings, Nodes, Propagation, RssPeak, PEERS_METRIC,
-		PEER_TIMEOUT, STATEMENTS_METRIC,
-	},
+	node::{NodeSettings, Nodes, Propagation, PEER_TIMEOUT},
 	traffic::{bench_topic, deliver, submit, Delivery, Pool},
 };
-use statement_store_benches::latency::Latency;
+use statement_store_benches::{
+	latency::Latency,
+	metrics::{self, PEERS, STATEMENTS},
+	procfs::{cpu_time, rss_kib, RssPeak},
+};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
@@ -19,6 +20,9 @@ const SETTLE: Duration = Duration::from_millis(500);
 
 /// A rate step is carried only if submits reached this share of the target.
 const KEEPING_UP: f64 = 0.95;
+
+/// How often the sync scenario samples node A's RSS.
+const RSS_PERIOD: Duration = Duration::from_millis(50);
 
 /// How often the sync scenario reads the new node's metrics.
 const SYNC_POLL: Duration = Duration::from_millis(50);
@@ -89,7 +93,7 @@ fn latency_run(
 	std::thread::sleep(SETTLE);
 	let (from, to) = (line.first().rpc_port, line.last().rpc_port);
 	let delivery = runtime.block_on(deliver(from, &[to], pool, count, rate, drain))?;
-	let held_by_last = line.last().metric(STATEMENTS_METRIC)?.map(|n| n as u64);
+	let held_by_last = line.last().metric(STATEMENTS)?.map(|n| n as u64);
 	Ok(LatencyRun { propagation: settings.propagation, peers, delivery, held_by_last })
 }
 
@@ -261,18 +265,18 @@ fn sync_run(
 	}
 	let pid = line.first().pid();
 	let rss_before_kib = rss_kib(pid);
-	let peak = RssPeak::start(pid);
+	let peak = RssPeak::start(pid, RSS_PERIOD);
 	eprintln!("sync: starting node B ...");
 	let started = Instant::now();
 	let joined = line.join(settings, 0, &[])?;
 	let mut connected_after = None;
 	loop {
 		let metrics = joined.metrics()?;
-		let peers = metric_value(&metrics, PEERS_METRIC);
+		let peers = metrics::value(&metrics, PEERS);
 		if connected_after.is_none() && peers.is_some_and(|peers| peers >= 1.0) {
 			connected_after = Some(started.elapsed());
 		}
-		let held = metric_value(&metrics, STATEMENTS_METRIC).unwrap_or(0.0);
+		let held = metrics::value(&metrics, STATEMENTS).unwrap_or(0.0);
 		if held >= statements as f64 {
 			break;
 		}
@@ -280,7 +284,7 @@ fn sync_run(
 		if connected_after.is_none() && waited > PEER_TIMEOUT {
 			let peers = peers.map_or("not exported".into(), |peers| peers.to_string());
 			return Err(format!(
-				"node B did not connect to node A within {PEER_TIMEOUT:?} ({PEERS_METRIC}: \
+				"node B did not connect to node A within {PEER_TIMEOUT:?} ({PEERS}: \
 				 {peers}); its log:\n{}",
 				joined.log_tail()
 			));
@@ -419,7 +423,7 @@ fn mesh_run(
 	let known = total(&nodes, KNOWN_RECEIVED)? - known_before;
 	let mut holding_all = 0;
 	for node in &nodes.nodes {
-		if node.metric(STATEMENTS_METRIC)?.unwrap_or(0.0) >= delivery.accepted as f64 {
+		if node.metric(STATEMENTS)?.unwrap_or(0.0) >= delivery.accepted as f64 {
 			holding_all += 1;
 		}
 	}
@@ -489,8 +493,8 @@ struct Intake {
 fn intake(node: &crate::node::Node) -> Result<Intake, String> {
 	let metrics = node.metrics()?;
 	Ok(Intake {
-		statements: metric_value(&metrics, RECEIVED).unwrap_or(0.0),
-		bytes: metric_value(&metrics, BYTES_RECEIVED).unwrap_or(0.0),
+		statements: metrics::value(&metrics, RECEIVED).unwrap_or(0.0),
+		bytes: metrics::value(&metrics, BYTES_RECEIVED).unwrap_or(0.0),
 	})
 }
 
@@ -498,7 +502,7 @@ fn intake(node: &crate::node::Node) -> Result<Intake, String> {
 fn await_held(node: &crate::node::Node, count: usize, within: Duration) -> Result<(), String> {
 	let deadline = Instant::now() + within;
 	loop {
-		let held = node.metric(STATEMENTS_METRIC)?.unwrap_or(0.0);
+		let held = node.metric(STATEMENTS)?.unwrap_or(0.0);
 		if held >= count as f64 {
 			return Ok(());
 		}
