@@ -16,6 +16,18 @@ pub const STATEMENTS: &str = "substrate_statement_store_statements";
 /// Subscriptions the store holds open.
 pub const SUBSCRIPTIONS: &str = "substrate_statement_store_subscriptions";
 
+/// Statements gossip sent on to peers.
+pub const PROPAGATED: &str = "substrate_sync_propagated_statements";
+
+/// Statements received from peers that the store already had.
+pub const KNOWN_RECEIVED: &str = "substrate_sync_known_statement_received";
+
+/// Bytes of statements received from peers.
+pub const BYTES_RECEIVED: &str = "substrate_sync_statement_bytes_received_total";
+
+/// Statements received from peers.
+pub const RECEIVED: &str = "substrate_sync_statements_received";
+
 /// How long a scrape may wait for the answer.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 

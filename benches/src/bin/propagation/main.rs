@@ -38,6 +38,8 @@
 //! data, one topic) before any clock starts. Exits 2 if the harness could not run, with the
 //! nodes' last log lines when they fail to start or to connect within 20 s.
 
+mod light;
+mod mesh;
 mod node;
 mod scenario;
 mod traffic;
@@ -248,9 +250,9 @@ fn run(args: Args) -> Result<(), String> {
 		eprintln!(
 			"signing {} statements over {} topics ...",
 			plan.light_statements,
-			scenario::LIGHT_TOPICS
+			light::LIGHT_TOPICS
 		);
-		Pool::sign_on(plan.light_statements, scenario::LIGHT_TOPICS)?
+		Pool::sign_on(plan.light_statements, light::LIGHT_TOPICS)?
 	} else {
 		Pool::sign(0)?
 	};
@@ -265,8 +267,8 @@ fn run(args: Args) -> Result<(), String> {
 			Scenario::Line5 => scenario::latency("line5", 5, &modes, &runtime, &pool, &plan)?,
 			Scenario::MaxRate => scenario::max_rate(&modes, &runtime, &pool, &plan)?,
 			Scenario::Sync => scenario::sync(&modes, &runtime, &pool, &plan)?,
-			Scenario::Mesh => scenario::mesh(&modes, &runtime, &pool, &plan)?,
-			Scenario::Light => scenario::light(&modes, &runtime, &light_pool, &plan)?,
+			Scenario::Mesh => mesh::mesh(&modes, &runtime, &pool, &plan)?,
+			Scenario::Light => light::light(&modes, &runtime, &light_pool, &plan)?,
 		}
 	}
 	Ok(())
