@@ -8,10 +8,12 @@
 //! process, ready once its RPC and metrics ports both answer), [`chain_spec`] (unlimited
 //! allowances for the signing accounts), [`metrics`] (its Prometheus endpoint), [`procfs`]
 //! (what a process costs, from `/proc`), [`client`] (JSON-RPC over HTTP or a WebSocket) and
-//! [`latency`]; [`random`] gives `crash_load` and `simulate` draws that one seed repeats.
+//! [`latency`], and [`cli`] their command lines' value parsers; [`random`] gives `crash_load`
+//! and `simulate` draws that one seed repeats.
 
 pub mod baseline;
 pub mod chain_spec;
+pub mod cli;
 pub mod client;
 pub mod fill;
 pub mod fixture;
