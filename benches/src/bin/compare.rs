@@ -376,10 +376,6 @@ mod tests {
 	use super::*;
 	use statement_store_benches::cli::{assert_parses, parse_line};
 
-	fn parse(line: &str) -> Result<Args, clap::Error> {
-		parse_line(line)
-	}
-
 	#[test]
 	fn every_documented_invocation_parses() {
 		assert_parses::<Args>(&[
@@ -394,21 +390,25 @@ mod tests {
 
 	#[test]
 	fn sizes_take_plain_numbers_and_k_and_m_suffixes() {
-		let sizes = |list: &str| parse(&format!("compare --sizes {list}")).map(|a| a.sizes());
+		let sizes =
+			|list: &str| parse_line::<Args>(&format!("compare --sizes {list}")).map(|a| a.sizes());
 		assert_eq!(sizes("1M,200k,50000").unwrap(), [50_000, 200_000, 1_000_000]);
 		assert!(sizes("200x").unwrap_err().to_string().contains("\"200x\""));
 		assert!(sizes("0").is_err());
 		assert!(sizes("2M").is_err());
-		assert_eq!(parse("compare --quick").unwrap().sizes(), [1_000, 10_000]);
-		assert_eq!(parse("compare").unwrap().sizes(), [1_000, 10_000, 50_000]);
+		assert_eq!(parse_line::<Args>("compare --quick").unwrap().sizes(), [1_000, 10_000]);
+		assert_eq!(parse_line::<Args>("compare").unwrap().sizes(), [1_000, 10_000, 50_000]);
 	}
 
 	#[test]
 	fn the_body_cache_is_given_in_mib() {
-		assert_eq!(parse("compare --body-cache-mib 64").unwrap().body_cache_mib, Some(64));
-		assert!(parse("compare --body-cache-mib 0").is_err());
-		assert!(parse("compare --body-cache-mib 65537").is_err());
-		assert!(parse("compare --body-cache-mib").is_err());
-		assert_eq!(parse("compare").unwrap().body_cache_mib, None);
+		assert_eq!(
+			parse_line::<Args>("compare --body-cache-mib 64").unwrap().body_cache_mib,
+			Some(64)
+		);
+		assert!(parse_line::<Args>("compare --body-cache-mib 0").is_err());
+		assert!(parse_line::<Args>("compare --body-cache-mib 65537").is_err());
+		assert!(parse_line::<Args>("compare --body-cache-mib").is_err());
+		assert_eq!(parse_line::<Args>("compare").unwrap().body_cache_mib, None);
 	}
 }

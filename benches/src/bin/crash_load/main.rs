@@ -19,7 +19,8 @@
 //! Options: `--node PATH` (default: `statement-node` beside this executable), `--rounds N`
 //! (12), `--clients N` (20), `--seconds-per-round S` (8: the kill comes at a random moment
 //! between S/10 and S seconds of load), `--seed N` (default: from the clock; printed, so a run's
-//! kill moments can be repeated), `--keep` (keep the base path; it is always kept on failure).
+//! kill moments can be repeated), `--keep` (keep the base path; it is always kept on failure);
+//! `--help` lists them.
 //! Exits 1 if anything acknowledged was lost, anything unexpected appeared or the count at open
 //! disagreed, 2 if the harness itself could not run.
 

@@ -255,10 +255,6 @@ mod tests {
 	use super::*;
 	use statement_store_benches::cli::{assert_parses, parse_line};
 
-	fn parse(line: &str) -> Result<Args, clap::Error> {
-		parse_line(line)
-	}
-
 	#[test]
 	fn every_documented_invocation_parses() {
 		assert_parses::<Args>(&[
@@ -275,21 +271,21 @@ mod tests {
 			 --drain 5 --rate-limit 100 --sync-timeout 60 --mesh-nodes 5 --light-statements 10",
 		]);
 		for bad in ["propagation --mode fast", "propagation --rate 0", "propagation --rates 1,x"] {
-			assert!(parse(bad).is_err(), "{bad}");
+			assert!(parse_line::<Args>(bad).is_err(), "{bad}");
 		}
 	}
 
 	#[test]
 	fn the_defaults_run_every_scenario_with_ours_and_quick_shortens_them() {
-		let args = parse("propagation").unwrap();
+		let args = parse_line::<Args>("propagation").unwrap();
 		assert_eq!(args.scenarios(), ALL);
 		assert_eq!(args.modes(), [Propagation::Immediate]);
 		let plan = args.plan();
 		assert_eq!((plan.rate, plan.seconds, plan.sync_statements), (1000.0, 10.0, 100_000));
 		assert_eq!(plan.rates, [2000.0, 5000.0, 8000.0, 10000.0]);
-		let plan = parse("propagation --quick --seconds 4").unwrap().plan();
+		let plan = parse_line::<Args>("propagation --quick --seconds 4").unwrap().plan();
 		assert_eq!((plan.seconds, plan.step_seconds, plan.light_statements), (4.0, 2.0, 2_000));
-		let args = parse("propagation --scenario mesh20 --mode both").unwrap();
+		let args = parse_line::<Args>("propagation --scenario mesh20 --mode both").unwrap();
 		assert_eq!(args.scenarios(), [Scenario::Mesh]);
 		assert_eq!(args.modes(), [Propagation::Immediate, Propagation::Reference]);
 	}

@@ -1,7 +1,7 @@
 //! The scenarios, each run once per propagation mode on fresh nodes, each printing a Markdown
-//! table: latency over a line of nodes and over a mesh the nodes found themselves, the highest
-//! rate carried with no loss, the initial sync of a node that joins a full one, and what a
-//! light node receives against what it asked for.
+//! table: latency over a line of nodes, the highest rate carried with no loss, and the initial
+//! sync of a node that joins a full one; and the table cells and notes that `mesh.rs` and
+//! `light.rs` print with too.
 
 use crate::{
 	node::{NodeSettings, Nodes, Propagation, PEER_TIMEOUT},

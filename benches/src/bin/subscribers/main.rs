@@ -174,10 +174,6 @@ mod tests {
 	use super::*;
 	use statement_store_benches::cli::{assert_parses, parse_line};
 
-	fn parse(line: &str) -> Result<Args, clap::Error> {
-		parse_line(line)
-	}
-
 	#[test]
 	fn every_documented_invocation_parses() {
 		assert_parses::<Args>(&[
@@ -193,13 +189,13 @@ mod tests {
 			"subscribers --budget-mib 256 --filter any",
 		]);
 		for bad in ["subscribers --mode soak", "subscribers --filter some", "subscribers x"] {
-			assert!(parse(bad).is_err(), "{bad}");
+			assert!(parse_line::<Args>(bad).is_err(), "{bad}");
 		}
 	}
 
 	#[test]
 	fn the_defaults_are_the_documented_ones() {
-		let args = parse("subscribers --per-connection 0").unwrap();
+		let args = parse_line::<Args>("subscribers --per-connection 0").unwrap();
 		assert_eq!((args.mode, args.filter, args.read()), (Mode::Submit, Filter::Any, false));
 		assert_eq!(args.node, "target/release/statement-node");
 		assert_eq!((args.statements, args.per_connection, args.rounds), (100_000, 1, 100));
