@@ -7,6 +7,7 @@
 //! reached the disk (a log recycled in time). The figure is process-wide, so only one store
 //! may be busy while it is measured.
 
+use crate::procfs;
 use std::{
 	sync::atomic::{AtomicBool, AtomicU64, Ordering},
 	time::{Duration, Instant},
@@ -25,27 +26,16 @@ pub struct FillReport {
 	pub anon_growth: u64,
 }
 
-/// Bytes this process has written to storage so far (Linux; `None` elsewhere).
-pub fn written_bytes() -> Option<u64> {
-	let io = std::fs::read_to_string("/proc/self/io").ok()?;
-	let field = |name: &str| -> Option<u64> {
-		io.lines().find_map(|line| line.strip_prefix(name)).and_then(|v| v.trim().parse().ok())
-	};
-	Some(field("write_bytes:")?.saturating_sub(field("cancelled_write_bytes:")?))
-}
-
 /// Bytes written while `work` runs (zero where `/proc/self/io` is missing).
 pub fn written_by(work: impl FnOnce()) -> u64 {
-	let before = written_bytes().unwrap_or(0);
+	let before = procfs::written_bytes().unwrap_or(0);
 	work();
-	written_bytes().unwrap_or(0).saturating_sub(before)
+	procfs::written_bytes().unwrap_or(0).saturating_sub(before)
 }
 
-/// This process's anonymous resident memory (Linux; `None` elsewhere).
+/// This process's anonymous resident memory in bytes (Linux; `None` elsewhere).
 pub fn anon_rss() -> Option<u64> {
-	let status = std::fs::read_to_string("/proc/self/status").ok()?;
-	let kib = status.lines().find_map(|line| line.strip_prefix("RssAnon:"))?;
-	kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|kib| kib << 10)
+	procfs::status(procfs::SELF)?.kib("RssAnon").map(|kib| kib << 10)
 }
 
 /// Writes that stop for this long count as quiet.
@@ -75,11 +65,11 @@ pub fn watch(fill: impl FnOnce(), pending: impl Fn() -> u64 + Sync) -> FillRepor
 		filling.store(false, Ordering::Relaxed);
 	});
 	let ended = Instant::now();
-	let mut last = written_bytes().unwrap_or(0);
+	let mut last = procfs::written_bytes().unwrap_or(0);
 	let mut last_change = ended;
 	while last_change.elapsed() < QUIET && ended.elapsed() < PATIENCE {
 		std::thread::sleep(Duration::from_millis(20));
-		let now = written_bytes().unwrap_or(0);
+		let now = procfs::written_bytes().unwrap_or(0);
 		if now != last || pending() > 0 {
 			last = now;
 			last_change = Instant::now();

@@ -2,7 +2,7 @@
 //! prints ours / baseline ratios, then a JSON summary.
 //!
 //! `cargo run --release -p statement-store-benches --bin compare -- [--quick] [--sizes LIST]
-//! [--body-cache-mib N]`
+//! [--body-cache-mib N]` (`--help` says each)
 //!
 //! `--quick` measures 1k and 10k statements; the full run adds 50k. `--sizes 200k,1M` (numbers
 //! with an optional `k` or `M`, comma separated) measures those store sizes instead; the
@@ -12,6 +12,7 @@
 //! `--body-cache-mib` gives our store a body cache of that many MiB instead of its default
 //! (16 MiB), as `--statement-store-body-cache-mib` does for the node.
 
+use clap::{value_parser, Parser};
 use statement_primitives::{Hash, Statement, StatementSource, StatementStore, SubmitResult};
 use statement_store_benches::{
 	fill, fixture,
@@ -278,49 +279,44 @@ fn parse_size(text: &str) -> Result<u32, String> {
 		})
 }
 
-/// The store sizes to measure: `--sizes`, or the defaults for a quick or full run.
-fn sizes(args: &[String], quick: bool) -> Result<Vec<u32>, String> {
-	let Some(at) = args.iter().position(|arg| arg == "--sizes") else {
-		return Ok(if quick { vec![1_000, 10_000] } else { vec![1_000, 10_000, 50_000] });
-	};
-	let list = args.get(at + 1).ok_or("--sizes needs a list, such as 200k,1M")?;
-	let mut sizes = list.split(',').map(parse_size).collect::<Result<Vec<_>, _>>()?;
-	sizes.sort_unstable();
-	sizes.dedup();
-	Ok(sizes)
+/// The same workloads against our store and the RAM-index baseline in one process: ours /
+/// baseline ratios, then a JSON summary.
+#[derive(Parser, Debug)]
+#[command(name = "compare")]
+struct Args {
+	/// Measure 1k and 10k statements (the full run adds 50k); fewer rounds of the writes.
+	#[arg(long)]
+	quick: bool,
+	/// Store sizes to measure instead, comma separated, each at most 1M (such as 200k,1M).
+	#[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
+	sizes: Option<Vec<u32>>,
+	/// Give our store a body cache of this many MiB (1 to 65536) instead of its default.
+	#[arg(long, value_name = "N", value_parser = value_parser!(u32).range(1..=65_536))]
+	body_cache_mib: Option<u32>,
 }
 
-/// `--body-cache-mib N` in bytes, if given.
-fn body_cache_bytes(args: &[String]) -> Result<Option<usize>, String> {
-	let Some(at) = args.iter().position(|arg| arg == "--body-cache-mib") else { return Ok(None) };
-	let text = args.get(at + 1).map(String::as_str).unwrap_or_default();
-	match text.parse::<usize>() {
-		Ok(mib) if (1..=65_536).contains(&mib) => Ok(Some(mib << 20)),
-		_ => Err(format!("--body-cache-mib: {text:?} is not a size from 1 to 65536 MiB")),
+impl Args {
+	/// The store sizes to measure, smallest first: `--sizes`, or the defaults for a quick or
+	/// full run.
+	fn sizes(&self) -> Vec<u32> {
+		let Some(sizes) = &self.sizes else {
+			return if self.quick { vec![1_000, 10_000] } else { vec![1_000, 10_000, 50_000] };
+		};
+		let mut sizes = sizes.clone();
+		sizes.sort_unstable();
+		sizes.dedup();
+		sizes
 	}
 }
 
 fn main() {
-	let args: Vec<String> = std::env::args().collect();
-	let quick = args.iter().any(|arg| arg == "--quick");
-	match body_cache_bytes(&args) {
-		Ok(Some(bytes)) => {
-			fixture::set_body_cache_bytes(bytes);
-			println!("ours with a body cache of {} MiB", bytes >> 20);
-		}
-		Ok(None) => {}
-		Err(err) => {
-			eprintln!("{err}");
-			std::process::exit(2);
-		}
+	let args = Args::parse();
+	let quick = args.quick;
+	if let Some(mib) = args.body_cache_mib {
+		fixture::set_body_cache_bytes((mib as usize) << 20);
+		println!("ours with a body cache of {mib} MiB");
 	}
-	let sizes = match sizes(&args, quick) {
-		Ok(sizes) => sizes,
-		Err(err) => {
-			eprintln!("{err}");
-			std::process::exit(2);
-		}
-	};
+	let sizes = args.sizes();
 	let keys = fixture::keys();
 	// The write-side figures below use the first 10k.
 	let largest = sizes.last().copied().unwrap_or(1_000).max(10_000);
@@ -378,23 +374,41 @@ fn main() {
 #[cfg(test)]
 mod tests {
 	use super::*;
+	use statement_store_benches::cli::{assert_parses, parse_line};
+
+	#[test]
+	fn every_documented_invocation_parses() {
+		assert_parses::<Args>(&[
+			"compare",
+			"compare --quick",
+			"compare --sizes 200k,1M",
+			"compare --sizes 1M --body-cache-mib 128",
+			"compare --sizes 200k",
+			"compare --body-cache-mib 64",
+		]);
+	}
 
 	#[test]
 	fn sizes_take_plain_numbers_and_k_and_m_suffixes() {
-		let args = |list: &str| vec!["compare".to_string(), "--sizes".into(), list.into()];
-		assert_eq!(sizes(&args("1M,200k,50000"), false), Ok(vec![50_000, 200_000, 1_000_000]));
-		assert!(sizes(&args("200x"), false).unwrap_err().contains("\"200x\""));
-		assert!(sizes(&args("0"), false).is_err());
-		assert!(sizes(&args("2M"), false).is_err());
-		assert_eq!(sizes(&["compare".into()], true), Ok(vec![1_000, 10_000]));
+		let sizes =
+			|list: &str| parse_line::<Args>(&format!("compare --sizes {list}")).map(|a| a.sizes());
+		assert_eq!(sizes("1M,200k,50000").unwrap(), [50_000, 200_000, 1_000_000]);
+		assert!(sizes("200x").unwrap_err().to_string().contains("\"200x\""));
+		assert!(sizes("0").is_err());
+		assert!(sizes("2M").is_err());
+		assert_eq!(parse_line::<Args>("compare --quick").unwrap().sizes(), [1_000, 10_000]);
+		assert_eq!(parse_line::<Args>("compare").unwrap().sizes(), [1_000, 10_000, 50_000]);
 	}
 
 	#[test]
 	fn the_body_cache_is_given_in_mib() {
-		let args = |text: &str| vec!["compare".to_string(), "--body-cache-mib".into(), text.into()];
-		assert_eq!(body_cache_bytes(&args("64")), Ok(Some(64 << 20)));
-		assert!(body_cache_bytes(&args("0")).unwrap_err().contains("\"0\""));
-		assert!(body_cache_bytes(&["compare".into(), "--body-cache-mib".into()]).is_err());
-		assert_eq!(body_cache_bytes(&["compare".into()]), Ok(None));
+		assert_eq!(
+			parse_line::<Args>("compare --body-cache-mib 64").unwrap().body_cache_mib,
+			Some(64)
+		);
+		assert!(parse_line::<Args>("compare --body-cache-mib 0").is_err());
+		assert!(parse_line::<Args>("compare --body-cache-mib 65537").is_err());
+		assert!(parse_line::<Args>("compare --body-cache-mib").is_err());
+		assert_eq!(parse_line::<Args>("compare").unwrap().body_cache_mib, None);
 	}
 }

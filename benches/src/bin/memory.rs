@@ -15,11 +15,12 @@
 //! disk. Heap is counted by a global allocator wrapper; RSS is the kernel's high-water mark.
 //!
 //! Options: `--dir <path>` for the fixtures (default `bench-fixtures` in the working
-//! directory), `--json` to print only the JSON summary.
+//! directory), `--json` to print only the JSON summary; `--help` lists them.
 
+use clap::Parser;
 use statement_primitives::{StatementSource, StatementStore, SubmitResult};
 use statement_store::Store;
-use statement_store_benches::{baseline::RamIndexStore, fixture};
+use statement_store_benches::{baseline::RamIndexStore, fixture, procfs};
 use std::{
 	alloc::{GlobalAlloc, Layout, System},
 	path::{Path, PathBuf},
@@ -83,12 +84,7 @@ fn mib(bytes: usize) -> f64 {
 
 /// The kernel's peak resident set size of this process, in bytes.
 fn peak_rss() -> usize {
-	let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-	status
-		.lines()
-		.find_map(|line| line.strip_prefix("VmHWM:"))
-		.and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
-		.map_or(0, |kib| kib * 1024)
+	procfs::status_kib(procfs::SELF, "VmHWM") as usize * 1024
 }
 
 fn disk_size(path: &Path) -> u64 {
@@ -332,34 +328,40 @@ fn measure(kind: &str, dir: &Path, n: u32) -> Figures {
 	}
 }
 
+/// Memory and reopen figures for our store and the RAM-index baseline at large sizes.
+#[derive(Parser, Debug)]
+#[command(name = "memory")]
+struct Args {
+	/// Store sizes to measure, in statements [default: 100000].
+	#[arg(value_name = "N")]
+	sizes: Vec<u32>,
+	/// Where the fixtures are built and reused.
+	#[arg(long, value_name = "PATH", default_value = "bench-fixtures")]
+	dir: PathBuf,
+	/// Print only the JSON summary.
+	#[arg(long)]
+	json: bool,
+	/// Child process: prepare the "after a crash" case of a fixture.
+	#[arg(long, hide = true, num_args = 2, value_names = ["DIR", "N"])]
+	crash_prep: Option<Vec<String>>,
+	/// Child process: measure one store of a fixture.
+	#[arg(long, hide = true, num_args = 3, value_names = ["KIND", "DIR", "N"])]
+	measure: Option<Vec<String>>,
+}
+
 fn main() {
-	let args: Vec<String> = std::env::args().skip(1).collect();
-	if args.first().map(String::as_str) == Some("--crash-prep") {
-		crash_prep_child(Path::new(&args[1]), args[2].parse().expect("n"));
+	let args = Args::parse();
+	if let Some([dir, n]) = args.crash_prep.as_deref() {
+		crash_prep_child(Path::new(dir), n.parse().expect("n"));
 		return;
 	}
-	if args.first().map(String::as_str) == Some("--measure") {
-		let n = args[3].parse().expect("n");
-		measure_child(&args[1], Path::new(&args[2]), n);
+	if let Some([kind, dir, n]) = args.measure.as_deref() {
+		measure_child(kind, Path::new(dir), n.parse().expect("n"));
 		return;
 	}
-	let mut root = PathBuf::from("bench-fixtures");
-	let mut sizes = Vec::new();
-	let mut json_only = false;
-	let mut rest = args.iter();
-	while let Some(arg) = rest.next() {
-		match arg.as_str() {
-			"--dir" => root = PathBuf::from(rest.next().expect("--dir <path>")),
-			"--json" => json_only = true,
-			size => sizes.push(size.parse::<u32>().unwrap_or_else(|_| {
-				eprintln!("not a statement count: {size}");
-				std::process::exit(2)
-			})),
-		}
-	}
-	if sizes.is_empty() {
-		sizes = vec![100_000];
-	}
+	let root = args.dir;
+	let json_only = args.json;
+	let sizes = if args.sizes.is_empty() { vec![100_000] } else { args.sizes };
 	let mut rows = Vec::new();
 	for &n in &sizes {
 		let dir = root.join(n.to_string());
@@ -421,4 +423,26 @@ fn main() {
 		})
 		.collect();
 	println!("{{\"memory\":[{}]}}", json.join(","));
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use statement_store_benches::cli::{assert_parses, parse_line};
+
+	#[test]
+	fn every_documented_invocation_parses() {
+		assert_parses::<Args>(&["memory", "memory --dir /work/bench-fixtures 1000000 4194304"]);
+		let args: Args = parse_line("memory 100000 1000000 4194304").unwrap();
+		assert_eq!(args.sizes, [100_000, 1_000_000, 4_194_304]);
+		assert_eq!(args.dir, PathBuf::from("bench-fixtures"));
+		let args: Args =
+			parse_line("memory --dir /work/bench-fixtures 1000000 4194304 --json").unwrap();
+		assert_eq!((args.sizes.len(), args.json), (2, true));
+		let child: Args = parse_line("memory --measure ours /f/10 10").unwrap();
+		assert_eq!(child.measure.unwrap(), ["ours", "/f/10", "10"]);
+		let child: Args = parse_line("memory --crash-prep /f/10 10").unwrap();
+		assert_eq!(child.crash_prep.unwrap(), ["/f/10", "10"]);
+		assert!(parse_line::<Args>("memory 1M").is_err());
+	}
 }

@@ -19,7 +19,8 @@
 //! Options: `--node PATH` (default: `statement-node` beside this executable), `--rounds N`
 //! (12), `--clients N` (20), `--seconds-per-round S` (8: the kill comes at a random moment
 //! between S/10 and S seconds of load), `--seed N` (default: from the clock; printed, so a run's
-//! kill moments can be repeated), `--keep` (keep the base path; it is always kept on failure).
+//! kill moments can be repeated), `--keep` (keep the base path; it is always kept on failure);
+//! `--help` lists them.
 //! Exits 1 if anything acknowledged was lost, anything unexpected appeared or the count at open
 //! disagreed, 2 if the harness itself could not run.
 
@@ -27,12 +28,14 @@ mod check;
 mod ledger;
 mod load;
 
+use clap::{value_parser, Parser};
 use jsonrpsee::http_client::HttpClientBuilder;
 use ledger::{Fate, Ledger};
 use load::Outcome;
 use statement_store_benches::{
+	chain_spec, cli,
 	client::{Client, Transport},
-	node::{self, Launch},
+	node::{self, Chain, Launch},
 	random::Rng,
 };
 use std::{
@@ -52,60 +55,36 @@ const FIRST_RATE_GUESS: f64 = 6000.0;
 /// How long clients may take to notice the node is gone.
 const CLIENT_WIND_DOWN: Duration = Duration::from_secs(60);
 
-/// Command-line options.
+/// Crash under load: the node SIGKILLed at random moments while clients submit, restarted,
+/// and checked for every acknowledged statement.
+#[derive(Parser, Debug)]
+#[command(name = "crash_load")]
 struct Args {
+	/// The `statement-node` executable [default: `statement-node` beside this executable].
+	#[arg(long, value_name = "PATH")]
 	node: Option<PathBuf>,
+	/// Rounds of load, kill and check.
+	#[arg(long, default_value_t = 12, value_name = "N", value_parser = value_parser!(u32).range(1..))]
 	rounds: u32,
+	/// Clients submitting at once, half over HTTP, half over a WebSocket.
+	#[arg(long, default_value_t = 20, value_name = "N", value_parser = value_parser!(u32).range(1..))]
 	clients: u32,
+	/// Seconds of load a round may last: the kill comes at a random moment between S/10 and S.
+	#[arg(long, default_value_t = 8.0, value_name = "S", value_parser = cli::positive)]
 	seconds_per_round: f64,
-	seed: u64,
+	/// Seed of the kill moments [default: from the clock; printed, so a run can be repeated].
+	#[arg(long, value_name = "N")]
+	seed: Option<u64>,
+	/// Keep the base path (it is always kept on failure).
+	#[arg(long)]
 	keep: bool,
 }
 
 impl Args {
-	fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-		let clock = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-		let mut parsed = Args {
-			node: None,
-			rounds: 12,
-			clients: 20,
-			seconds_per_round: 8.0,
-			seed: clock as u64,
-			keep: false,
-		};
-		while let Some(arg) = args.next() {
-			let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-			match arg.as_str() {
-				"--node" => parsed.node = Some(PathBuf::from(value()?)),
-				"--rounds" => parsed.rounds = number(&arg, value()?)?,
-				"--clients" => parsed.clients = number(&arg, value()?)?,
-				"--seconds-per-round" => parsed.seconds_per_round = number(&arg, value()?)?,
-				"--seed" => parsed.seed = number(&arg, value()?)?,
-				"--keep" => parsed.keep = true,
-				"-h" | "--help" => {
-					return Err("usage: crash_load [--node PATH] [--rounds N] [--clients N] \
-						[--seconds-per-round S] [--seed N] [--keep]"
-						.into())
-				}
-				other => return Err(format!("unknown option {other:?} (try --help)")),
-			}
-		}
-		let seconds = parsed.seconds_per_round;
-		if parsed.clients == 0 || parsed.rounds == 0 || seconds.is_nan() || seconds <= 0.0 {
-			return Err("--rounds, --clients and --seconds-per-round must be positive".into());
-		}
-		Ok(parsed)
-	}
-
 	/// `--node`, or `statement-node` in the directory of this executable.
 	fn node_binary(&self) -> Result<PathBuf, String> {
-		self.node.clone().map_or_else(node::binary_beside_me, Ok)
+		node::binary(self.node.clone())
 	}
-}
-
-/// `text` as the number option `arg` needs.
-fn number<T: std::str::FromStr>(arg: &str, text: String) -> Result<T, String> {
-	text.parse().map_err(|_| format!("{arg}: {text:?} is not a valid number"))
 }
 
 /// One round's figures.
@@ -173,13 +152,14 @@ fn sign(ledgers: &mut [Ledger], target: usize, expiry: u32) {
 }
 
 fn main() -> ExitCode {
-	let outcome = Args::parse(std::env::args().skip(1)).and_then(|args| {
-		let runtime = tokio::runtime::Builder::new_multi_thread()
-			.enable_all()
-			.build()
-			.map_err(|err| format!("cannot start the async runtime: {err}"))?;
-		runtime.block_on(run(args))
-	});
+	let mut args = Args::parse();
+	let clock = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+	args.seed.get_or_insert(clock as u64);
+	let outcome = tokio::runtime::Builder::new_multi_thread()
+		.enable_all()
+		.build()
+		.map_err(|err| format!("cannot start the async runtime: {err}"))
+		.and_then(|runtime| runtime.block_on(run(args)));
 	match outcome {
 		Ok(true) => ExitCode::SUCCESS,
 		Ok(false) => ExitCode::from(1),
@@ -199,19 +179,26 @@ async fn run(args: Args) -> Result<bool, String> {
 		.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
 	let mut ledgers: Vec<Ledger> = (0..args.clients).map(Ledger::new).collect();
 	let accounts: Vec<[u8; 32]> = ledgers.iter().map(Ledger::account).collect();
-	let chain_spec = dir.path().join("spec.json");
-	node::write_chain_spec(&chain_spec, &accounts)?;
-	let launch = Launch { binary, base_path: dir.path().join("base"), chain_spec };
+	let spec = dir.path().join("spec.json");
+	chain_spec::write(&spec, &accounts)?;
+	let launch = Launch {
+		binary,
+		base_path: Some(dir.path().join("base")),
+		chain: Chain::Spec(spec),
+		args: ["--listen-addr", "/ip4/127.0.0.1/tcp/0"].map(String::from).to_vec(),
+	};
+	let base_path = dir.path().join("base");
 	let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
 	let expiry = u32::try_from(now + 2 * 24 * 3600).unwrap_or(u32::MAX);
-	let mut rng = Rng::new(args.seed);
+	let seed = args.seed.unwrap_or_default();
+	let mut rng = Rng::new(seed);
 
 	println!(
 		"node {}, base path {}, seed {}, {} clients ({} HTTP, {} WebSocket), {} rounds, kill \
 		 after {:.1}-{:.1} s of load",
 		launch.binary.display(),
-		launch.base_path.display(),
-		args.seed,
+		base_path.display(),
+		seed,
 		args.clients,
 		args.clients.div_ceil(2),
 		args.clients / 2,
@@ -244,7 +231,7 @@ async fn run(args: Args) -> Result<bool, String> {
 		let mut tasks = Vec::new();
 		for ledger in ledgers.iter_mut() {
 			let transport = if ledger.client % 2 == 0 { Transport::Http } else { Transport::Ws };
-			let client = Client::connect(transport, node.port).await?;
+			let client = Client::connect(transport, node.rpc_port).await?;
 			let queue = std::mem::take(&mut ledger.pending);
 			tasks.push(tokio::spawn(load::run(client, queue, stop.clone())));
 		}
@@ -373,4 +360,26 @@ async fn run(args: Args) -> Result<bool, String> {
 		println!("FAILED: see the rounds above");
 	}
 	Ok(!failed)
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use statement_store_benches::cli::{assert_parses, parse_line};
+
+	#[test]
+	fn every_documented_invocation_parses() {
+		let args: Args = parse_line("crash_load").unwrap();
+		assert_eq!((args.rounds, args.clients, args.seconds_per_round), (12, 20, 8.0));
+		assert!(args.seed.is_none() && !args.keep && args.node.is_none());
+		assert_parses::<Args>(&[
+			"crash_load --rounds 12 --clients 20",
+			"crash_load --rounds 3 --clients 4 --seconds-per-round 3",
+			"crash_load --seed 42",
+			"crash_load --node target/release/statement-node --keep",
+		]);
+		for bad in ["crash_load --rounds 0", "crash_load --seconds-per-round -1", "crash_load -x"] {
+			assert!(parse_line::<Args>(bad).is_err(), "{bad}");
+		}
+	}
 }

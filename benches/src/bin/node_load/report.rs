@@ -4,8 +4,9 @@
 use crate::{
 	ceiling::Rate,
 	load::Measured,
-	watch::{CpuShare, Sample, TICKS_PER_SECOND},
+	watch::{CpuShare, Sample},
 };
+use statement_store_benches::procfs;
 use std::{collections::BTreeMap, time::Duration};
 
 /// What a row is held to.
@@ -184,7 +185,7 @@ pub fn print_threads(
 	after: &BTreeMap<u32, (String, u64)>,
 	seconds: f64,
 ) {
-	let cores = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / seconds.max(1e-9);
+	let cores = |ticks: u64| ticks as f64 / procfs::TICKS_PER_SECOND / seconds.max(1e-9);
 	let mut threads: Vec<(u32, &str, u64)> = after
 		.iter()
 		.map(|(tid, (name, ticks))| {

@@ -32,7 +32,7 @@ const OTHER_MIB: f64 = 64.0;
 
 /// Run the soak with `count` statements.
 pub fn run(args: &Args, count: usize) -> Result<(), String> {
-	let binary = args.node.clone().map_or_else(node::binary_beside_me, Ok)?;
+	let binary = node::binary(args.node.clone())?;
 	let keys = fixture::keys();
 	let accounts: Vec<[u8; 32]> = keys.iter().map(|key| key.public().0).collect();
 	let mut stash = Stash::new(keys);
@@ -46,7 +46,8 @@ pub fn run(args: &Args, count: usize) -> Result<(), String> {
 	let group =
 		Group { transport: Transport::Ws, connections: CONNECTIONS, job: Job::Submit(feed) };
 	let window = Timing { warm_up: Duration::ZERO, measured: Duration::from_secs(24 * 3600) };
-	let measured = runtime.block_on(load::run(node.port, std::slice::from_ref(&group), window))?;
+	let measured =
+		runtime.block_on(load::run(node.rpc_port, std::slice::from_ref(&group), window))?;
 	let took = started.elapsed();
 	let Job::Submit(feed) = group.job else { unreachable!("built above") };
 	memory.set_phase("idle");

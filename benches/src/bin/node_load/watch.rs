@@ -1,10 +1,10 @@
-//! What the node process costs while it is loaded, read from `/proc`: resident memory
+//! What the node process costs while it is loaded, read through [`procfs`]: resident memory
 //! (`VmRSS`, and `RssAnon`, the heap and stacks without mapped files) sampled every second on
-//! a thread of its own, and CPU time (`utime + stime`) of the node, of this process, of the
-//! whole machine, and of each of the node's threads.
+//! a thread of its own and labelled with the phase, and the CPU time (`utime + stime`) of the
+//! node, of this process and of the rest of the machine over a span.
 
+use statement_store_benches::procfs;
 use std::{
-	collections::BTreeMap,
 	sync::{
 		atomic::{AtomicBool, Ordering},
 		Arc, Mutex,
@@ -12,9 +12,6 @@ use std::{
 	thread::JoinHandle,
 	time::{Duration, Instant},
 };
-
-/// `/proc` counts CPU time in these a second (`USER_HZ`, 100 on every Linux ABI).
-pub const TICKS_PER_SECOND: f64 = 100.0;
 
 /// How often memory is sampled.
 const PERIOD: Duration = Duration::from_secs(1);
@@ -33,15 +30,9 @@ pub struct Sample {
 }
 
 /// `VmRSS` and `RssAnon` of `pid` in KiB, `None` if the process is gone.
-pub fn memory_kib(pid: u32) -> Option<(u64, u64)> {
-	let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-	let field = |name: &str| {
-		status
-			.lines()
-			.find_map(|line| line.strip_prefix(name))
-			.and_then(|value| value.split_whitespace().next()?.parse().ok())
-	};
-	Some((field("VmRSS:")?, field("RssAnon:")?))
+fn memory_kib(pid: u32) -> Option<(u64, u64)> {
+	let status = procfs::status(pid)?;
+	Some((status.kib("VmRSS")?, status.kib("RssAnon")?))
 }
 
 /// The node's memory, every [`PERIOD`], labelled with the phase then running.
@@ -96,54 +87,6 @@ impl MemoryWatch {
 	}
 }
 
-/// The name and CPU ticks (`utime + stime`) in a `/proc/.../stat` line. The name is in
-/// parentheses and may itself hold spaces and parentheses, so fields are counted after the
-/// last `)`.
-pub fn parse_stat(line: &str) -> Option<(String, u64)> {
-	let open = line.find('(')?;
-	let close = line.rfind(')')?;
-	let name = line.get(open + 1..close)?.to_string();
-	let fields: Vec<&str> = line.get(close + 1..)?.split_whitespace().collect();
-	// Fields 14 and 15 of proc(5); the state (field 3) is the first after the name.
-	let utime: u64 = fields.get(11)?.parse().ok()?;
-	let stime: u64 = fields.get(12)?.parse().ok()?;
-	Some((name, utime + stime))
-}
-
-/// CPU ticks of a whole process (all its threads); 0 if it cannot be read.
-pub fn process_ticks(pid: &str) -> u64 {
-	std::fs::read_to_string(format!("/proc/{pid}/stat"))
-		.ok()
-		.and_then(|line| parse_stat(&line))
-		.map_or(0, |(_, ticks)| ticks)
-}
-
-/// Busy ticks of the whole machine (all but idle and iowait), from `/proc/stat`.
-pub fn machine_ticks() -> u64 {
-	let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-	let Some(line) = text.lines().next() else { return 0 };
-	let fields: Vec<u64> =
-		line.split_whitespace().skip(1).filter_map(|field| field.parse().ok()).collect();
-	// user nice system idle iowait irq softirq steal (guest time is inside user already)
-	let busy = [0, 1, 2, 5, 6, 7];
-	busy.iter().filter_map(|at| fields.get(*at)).sum()
-}
-
-/// CPU ticks of every thread of `pid`, by thread id, with their names.
-pub fn thread_ticks(pid: u32) -> BTreeMap<u32, (String, u64)> {
-	let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-		return BTreeMap::new();
-	};
-	tasks
-		.flatten()
-		.filter_map(|task| {
-			let tid: u32 = task.file_name().to_str()?.parse().ok()?;
-			let line = std::fs::read_to_string(task.path().join("stat")).ok()?;
-			Some((tid, parse_stat(&line)?))
-		})
-		.collect()
-}
-
 /// CPU used in a span, in cores (1.0 = one core busy the whole span).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuShare {
@@ -169,16 +112,16 @@ impl CpuMark {
 	pub fn now(node: Option<u32>) -> CpuMark {
 		CpuMark {
 			at: Instant::now(),
-			node: node.map_or(0, |pid| process_ticks(&pid.to_string())),
-			bench: process_ticks("self"),
-			machine: machine_ticks(),
+			node: node.map_or(0, procfs::process_ticks),
+			bench: procfs::process_ticks(procfs::SELF),
+			machine: procfs::machine_ticks(),
 		}
 	}
 
 	/// CPU used from this mark to `later`.
 	pub fn share_until(&self, later: &CpuMark) -> CpuShare {
 		let seconds = (later.at - self.at).as_secs_f64().max(1e-9);
-		let cores = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / seconds;
+		let cores = |ticks: u64| ticks as f64 / procfs::TICKS_PER_SECOND / seconds;
 		let node = later.node.saturating_sub(self.node);
 		let bench = later.bench.saturating_sub(self.bench);
 		let machine = later.machine.saturating_sub(self.machine);
@@ -195,16 +138,7 @@ mod tests {
 	use super::*;
 
 	#[test]
-	fn stat_lines_are_read_after_the_last_parenthesis() {
-		let line = "4242 (tokio (worker) 1) S 1 4242 4242 0 -1 4194560 2103 0 0 0 \
-			1500 250 0 0 20 0 9 0 12345 1000000 500 18446744073709551615";
-		assert_eq!(parse_stat(line), Some(("tokio (worker) 1".to_string(), 1750)));
-		assert_eq!(parse_stat("4242 (short) S 1"), None);
-	}
-
-	#[test]
 	fn this_process_is_readable() {
 		assert!(memory_kib(std::process::id()).is_some_and(|(rss, _)| rss > 0));
-		assert!(!thread_ticks(std::process::id()).is_empty());
 	}
 }

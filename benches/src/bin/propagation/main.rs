@@ -29,33 +29,47 @@
 //! `--mode immediate|reference|both` (default `immediate`) sets `--statement-propagation`;
 //! `both` runs each scenario with each and prints reference / immediate. `--quick` shortens
 //! everything (3 s of latency load, rates 2,000 and 5,000 for 2 s, 10,000 statements to sync).
-//! Other options: `--node PATH` (default: `statement-node` in `$CARGO_TARGET_DIR/release`,
-//! beside this executable, or in `target/release`), `--drain S` (10: how long to wait after
-//! the last submit for stragglers), `--rate-limit N` (50,000, the node's
-//! `--statement-rate-limit`), `--sync-timeout S` (300).
+//! Other options: `--node PATH` (default: `statement-node` beside this executable, in
+//! `$CARGO_TARGET_DIR/release` or in `target/release`), `--drain S` (10: how long to wait
+//! after the last submit for stragglers), `--rate-limit N` (50,000, the node's
+//! `--statement-rate-limit`), `--sync-timeout S` (300); `--help` lists them all.
 //!
 //! Statements are signed (sr25519, the six dev accounts `--dev` gives allowances, 256 bytes of
 //! data, one topic) before any clock starts. Exits 2 if the harness could not run, with the
 //! nodes' last log lines when they fail to start or to connect within 20 s.
 
+mod light;
+mod mesh;
 mod node;
 mod scenario;
 mod traffic;
 
+use clap::{Parser, ValueEnum};
 use node::{NodeSettings, Propagation};
 use scenario::Plan;
+use statement_store_benches::cli;
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 use traffic::Pool;
 
 /// A scenario `--scenario` may name.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Scenario {
+	/// Two nodes: latency to the second's subscriber.
 	Latency2,
+	/// Five nodes in a line.
 	Line5,
+	/// The highest rate two nodes carry with no loss.
+	#[value(name = "maxrate")]
 	MaxRate,
+	/// A node joining a full one.
 	Sync,
+	/// Nodes that find each other from one boot node.
+	#[value(name = "mesh20")]
 	Mesh,
+	/// What a light node receives against what it asked for.
 	Light,
+	/// Every scenario, in this order.
+	All,
 }
 
 /// Every scenario, in the order `all` runs them.
@@ -68,81 +82,84 @@ const ALL: [Scenario; 6] = [
 	Scenario::Light,
 ];
 
-/// Command-line options; `None` where the default depends on `--quick`.
-#[derive(Default)]
+/// `--mode`: which `--statement-propagation` each scenario runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Mode {
+	/// Ours: sent within a short coalescing window.
+	Immediate,
+	/// Upstream's: once a second.
+	Reference,
+	/// Each scenario with each; prints reference / immediate.
+	Both,
+}
+
+/// Statement gossip between real nodes on localhost: statements submitted to the first node, a
+/// WebSocket subscriber on the last one noting when each arrives. Defaults marked "quick" are
+/// those of `--quick`.
+#[derive(Parser, Debug)]
+#[command(name = "propagation")]
 struct Args {
+	/// The `statement-node` executable [default: `statement-node` beside this executable, in
+	/// `$CARGO_TARGET_DIR/release` or in `target/release`].
+	#[arg(long, value_name = "PATH")]
 	node: Option<PathBuf>,
-	modes: Vec<Propagation>,
-	scenarios: Vec<Scenario>,
+	/// `--statement-propagation` of every node.
+	#[arg(long, value_enum, default_value = "immediate")]
+	mode: Mode,
+	/// The scenario to run.
+	#[arg(long, value_enum, default_value = "all")]
+	scenario: Scenario,
+	/// Shorten everything.
+	#[arg(long)]
 	quick: bool,
+	/// Statements a second in the latency scenarios [default: 1000].
+	#[arg(long, value_name = "N", value_parser = cli::positive)]
 	rate: Option<f64>,
+	/// Seconds of load in the latency scenarios [default: 10; quick 3].
+	#[arg(long, value_name = "S", value_parser = cli::positive)]
 	seconds: Option<f64>,
+	/// The rates `maxrate` steps through [default: 2000,5000,8000,10000; quick 2000,5000].
+	#[arg(long, value_name = "N,N,..", value_delimiter = ',', value_parser = cli::positive)]
 	rates: Option<Vec<f64>>,
+	/// Seconds of each `maxrate` step [default: 5; quick 2].
+	#[arg(long, value_name = "S", value_parser = cli::positive)]
 	step_seconds: Option<f64>,
+	/// Statements node A holds before node B joins in `sync` [default: 100000; quick 10000].
+	#[arg(long, value_name = "N")]
 	sync_statements: Option<usize>,
+	/// Seconds to wait after the last submit for stragglers [default: 10].
+	#[arg(long, value_name = "S", value_parser = cli::positive)]
 	drain: Option<f64>,
+	/// The nodes' `--statement-rate-limit` [default: 50000].
+	#[arg(long, value_name = "N")]
 	rate_limit: Option<u32>,
+	/// Seconds `sync` may take [default: 300].
+	#[arg(long, value_name = "S", value_parser = cli::positive)]
 	sync_timeout: Option<f64>,
+	/// Nodes in `mesh20` (at least 3) [default: 20].
+	#[arg(long, value_name = "N")]
 	mesh_nodes: Option<usize>,
+	/// Statements over 10 topics in `light` [default: 20000; quick 2000].
+	#[arg(long, value_name = "N")]
 	light_statements: Option<usize>,
 }
 
-const USAGE: &str = "usage: propagation [--node PATH] [--mode immediate|reference|both] \
-	[--scenario latency2|line5|maxrate|sync|mesh20|light|all] [--quick] [--rate N] \
-	[--seconds S] [--rates N,N,..] [--step-seconds S] [--sync-statements N] [--drain S] \
-	[--rate-limit N] [--sync-timeout S] [--mesh-nodes N] [--light-statements N]";
-
 impl Args {
-	fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-		let mut parsed = Args {
-			modes: vec![Propagation::Immediate],
-			scenarios: ALL.to_vec(),
-			..Args::default()
-		};
-		while let Some(arg) = args.next() {
-			let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-			match arg.as_str() {
-				"--node" => parsed.node = Some(PathBuf::from(value()?)),
-				"--mode" => {
-					parsed.modes = match value()?.as_str() {
-						"immediate" => vec![Propagation::Immediate],
-						"reference" => vec![Propagation::Reference],
-						"both" => vec![Propagation::Immediate, Propagation::Reference],
-						other => return Err(format!("--mode {other:?}: {USAGE}")),
-					}
-				}
-				"--scenario" => {
-					parsed.scenarios = match value()?.as_str() {
-						"latency2" => vec![Scenario::Latency2],
-						"line5" => vec![Scenario::Line5],
-						"maxrate" => vec![Scenario::MaxRate],
-						"sync" => vec![Scenario::Sync],
-						"mesh20" => vec![Scenario::Mesh],
-						"light" => vec![Scenario::Light],
-						"all" => ALL.to_vec(),
-						other => return Err(format!("--scenario {other:?}: {USAGE}")),
-					}
-				}
-				"--quick" => parsed.quick = true,
-				"--rate" => parsed.rate = Some(positive(&arg, value()?)?),
-				"--seconds" => parsed.seconds = Some(positive(&arg, value()?)?),
-				"--rates" => {
-					let list = value()?;
-					let rates = list.split(',').map(|rate| positive(&arg, rate.trim().into()));
-					parsed.rates = Some(rates.collect::<Result<_, _>>()?);
-				}
-				"--step-seconds" => parsed.step_seconds = Some(positive(&arg, value()?)?),
-				"--sync-statements" => parsed.sync_statements = Some(number(&arg, value()?)?),
-				"--drain" => parsed.drain = Some(positive(&arg, value()?)?),
-				"--rate-limit" => parsed.rate_limit = Some(number(&arg, value()?)?),
-				"--sync-timeout" => parsed.sync_timeout = Some(positive(&arg, value()?)?),
-				"--mesh-nodes" => parsed.mesh_nodes = Some(number(&arg, value()?)?),
-				"--light-statements" => parsed.light_statements = Some(number(&arg, value()?)?),
-				"-h" | "--help" => return Err(USAGE.into()),
-				other => return Err(format!("unknown option {other:?}; {USAGE}")),
-			}
+	/// The propagation modes to run, ours first.
+	fn modes(&self) -> Vec<Propagation> {
+		match self.mode {
+			Mode::Immediate => vec![Propagation::Immediate],
+			Mode::Reference => vec![Propagation::Reference],
+			Mode::Both => vec![Propagation::Immediate, Propagation::Reference],
 		}
-		Ok(parsed)
+	}
+
+	/// The scenarios to run, in order.
+	fn scenarios(&self) -> Vec<Scenario> {
+		match self.scenario {
+			Scenario::All => ALL.to_vec(),
+			one => vec![one],
+		}
 	}
 
 	/// The scenarios' sizes: the options given, else the defaults (shorter with `--quick`).
@@ -166,50 +183,10 @@ impl Args {
 			light_statements: self.light_statements.unwrap_or(if quick { 2_000 } else { 20_000 }),
 		}
 	}
-
-	/// `--node`, else `statement-node` in `$CARGO_TARGET_DIR/release`, beside this executable
-	/// or in `target/release`, whichever exists first.
-	fn node_binary(&self) -> Result<PathBuf, String> {
-		if let Some(path) = &self.node {
-			return Ok(path.clone());
-		}
-		let mut tried = Vec::new();
-		if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
-			tried.push(PathBuf::from(target).join("release").join("statement-node"));
-		}
-		if let Ok(exe) = std::env::current_exe() {
-			tried.push(exe.with_file_name("statement-node"));
-		}
-		tried.push(PathBuf::from("target/release/statement-node"));
-		if let Some(found) = tried.iter().find(|path| path.is_file()) {
-			return Ok(found.clone());
-		}
-		let tried: Vec<String> = tried.iter().map(|path| path.display().to_string()).collect();
-		Err(format!(
-			"no statement-node at {}: build it (`cargo build --release -p statement-node`) or \
-			 pass --node PATH",
-			tried.join(", ")
-		))
-	}
-}
-
-/// `text` as the number option `arg` needs.
-fn number<T: std::str::FromStr>(arg: &str, text: String) -> Result<T, String> {
-	text.parse().map_err(|_| format!("{arg}: {text:?} is not a valid number"))
-}
-
-/// `text` as a positive, finite number.
-fn positive(arg: &str, text: String) -> Result<f64, String> {
-	let value: f64 = number(arg, text.clone())?;
-	if value.is_finite() && value > 0.0 {
-		Ok(value)
-	} else {
-		Err(format!("{arg}: {text:?} must be a positive number"))
-	}
 }
 
 fn main() -> ExitCode {
-	match Args::parse(std::env::args().skip(1)).and_then(run) {
+	match run(Args::parse()) {
 		Ok(()) => ExitCode::SUCCESS,
 		Err(message) => {
 			eprintln!("propagation: {message}");
@@ -219,10 +196,11 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<(), String> {
-	let binary = args.node_binary()?;
+	let binary = statement_store_benches::node::binary(args.node.clone())?;
 	let plan = args.plan();
+	let scenarios = args.scenarios();
 	let modes: Vec<NodeSettings> = args
-		.modes
+		.modes()
 		.iter()
 		.map(|propagation| NodeSettings {
 			binary: binary.clone(),
@@ -230,27 +208,26 @@ fn run(args: Args) -> Result<(), String> {
 			rate_limit: args.rate_limit.unwrap_or(50_000),
 		})
 		.collect();
-	let needed = args
-		.scenarios
+	let needed = scenarios
 		.iter()
 		.map(|scenario| match scenario {
 			Scenario::Latency2 | Scenario::Line5 => plan.latency_statements(),
 			Scenario::MaxRate => plan.max_step_statements(),
 			Scenario::Sync => plan.sync_statements,
 			Scenario::Mesh => plan.latency_statements(),
-			Scenario::Light => 0,
+			Scenario::Light | Scenario::All => 0,
 		})
 		.max()
 		.unwrap_or(0);
 	eprintln!("signing {needed} statements ...");
 	let pool = Pool::sign(needed)?;
-	let light_pool = if args.scenarios.contains(&Scenario::Light) {
+	let light_pool = if scenarios.contains(&Scenario::Light) {
 		eprintln!(
 			"signing {} statements over {} topics ...",
 			plan.light_statements,
-			scenario::LIGHT_TOPICS
+			light::LIGHT_TOPICS
 		);
-		Pool::sign_on(plan.light_statements, scenario::LIGHT_TOPICS)?
+		Pool::sign_on(plan.light_statements, light::LIGHT_TOPICS)?
 	} else {
 		Pool::sign(0)?
 	};
@@ -259,15 +236,57 @@ fn run(args: Args) -> Result<(), String> {
 		.build()
 		.map_err(|err| format!("cannot start the async runtime: {err}"))?;
 	println!("node {}, statement rate limit {}/s", binary.display(), modes[0].rate_limit);
-	for scenario in &args.scenarios {
+	for scenario in &scenarios {
 		match scenario {
 			Scenario::Latency2 => scenario::latency("latency2", 2, &modes, &runtime, &pool, &plan)?,
 			Scenario::Line5 => scenario::latency("line5", 5, &modes, &runtime, &pool, &plan)?,
 			Scenario::MaxRate => scenario::max_rate(&modes, &runtime, &pool, &plan)?,
 			Scenario::Sync => scenario::sync(&modes, &runtime, &pool, &plan)?,
-			Scenario::Mesh => scenario::mesh(&modes, &runtime, &pool, &plan)?,
-			Scenario::Light => scenario::light(&modes, &runtime, &light_pool, &plan)?,
+			Scenario::Mesh => mesh::mesh(&modes, &runtime, &pool, &plan)?,
+			Scenario::Light => light::light(&modes, &runtime, &light_pool, &plan)?,
+			Scenario::All => {}
 		}
 	}
 	Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use statement_store_benches::cli::{assert_parses, parse_line};
+
+	#[test]
+	fn every_documented_invocation_parses() {
+		assert_parses::<Args>(&[
+			"propagation --quick",
+			"propagation --mode both",
+			"propagation --mode both --scenario all",
+			"propagation --scenario line5 --rate 2000 --seconds 10",
+			"propagation --scenario maxrate --rates 2000,5000,8000,10000,15000",
+			"propagation --scenario sync --sync-statements 100000 --mode both",
+			"propagation --scenario mesh20 --mode both --rate 250",
+			"propagation --scenario mesh20 --mode both --rate 250 --seconds 10",
+			"propagation --scenario light --mode both",
+			"propagation --scenario latency2 --mode reference --node n --step-seconds 2 \
+			 --drain 5 --rate-limit 100 --sync-timeout 60 --mesh-nodes 5 --light-statements 10",
+		]);
+		for bad in ["propagation --mode fast", "propagation --rate 0", "propagation --rates 1,x"] {
+			assert!(parse_line::<Args>(bad).is_err(), "{bad}");
+		}
+	}
+
+	#[test]
+	fn the_defaults_run_every_scenario_with_ours_and_quick_shortens_them() {
+		let args = parse_line::<Args>("propagation").unwrap();
+		assert_eq!(args.scenarios(), ALL);
+		assert_eq!(args.modes(), [Propagation::Immediate]);
+		let plan = args.plan();
+		assert_eq!((plan.rate, plan.seconds, plan.sync_statements), (1000.0, 10.0, 100_000));
+		assert_eq!(plan.rates, [2000.0, 5000.0, 8000.0, 10000.0]);
+		let plan = parse_line::<Args>("propagation --quick --seconds 4").unwrap().plan();
+		assert_eq!((plan.seconds, plan.step_seconds, plan.light_statements), (4.0, 2.0, 2_000));
+		let args = parse_line::<Args>("propagation --scenario mesh20 --mode both").unwrap();
+		assert_eq!(args.scenarios(), [Scenario::Mesh]);
+		assert_eq!(args.modes(), [Propagation::Immediate, Propagation::Reference]);
+	}
 }

@@ -1,24 +1,17 @@
-//! `statement-node` child processes on localhost: one node, a line of them each bootnoding the
-//! one before, a mesh of them that find each other from one boot node, their metrics, and
-//! their resident memory.
+//! The topologies of `statement-node` processes on localhost the scenarios run: one node, a
+//! line of them each bootnoding the one before, and a mesh of them that find each other from
+//! one boot node; each started by the benches' launcher with a fixed node key.
 
+use statement_store_benches::{
+	metrics::PEERS,
+	node::{self, Chain, Launch},
+};
 use std::{
-	collections::VecDeque,
-	io::{BufRead, BufReader, Read, Write},
-	net::{TcpListener, TcpStream},
+	net::TcpListener,
+	ops::Deref,
 	path::{Path, PathBuf},
-	process::{Child, Command, Stdio},
-	sync::{
-		atomic::{AtomicBool, AtomicU64, Ordering},
-		mpsc::{channel, Receiver, RecvTimeoutError},
-		Arc, Mutex,
-	},
-	thread::JoinHandle,
 	time::{Duration, Instant},
 };
-
-/// How long a node may take to print its identity and open its RPC port.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long nodes may take to see their neighbours as peers.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(20);
@@ -28,21 +21,6 @@ const MESH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Outbound slots a node fills (the node's default `--out-peers`).
 const OUT_PEERS: usize = 8;
-
-/// Log lines kept per node to explain a failure.
-const LOG_TAIL: usize = 40;
-
-/// The log line (stderr) that names the node's PeerId.
-const IDENTITY_MARKER: &str = "Local node identity is: ";
-
-/// Connected peers, as Substrate names the gauge.
-pub const PEERS_METRIC: &str = "substrate_sub_libp2p_peers_count";
-
-/// Statements in the store.
-pub const STATEMENTS_METRIC: &str = "substrate_statement_store_statements";
-
-/// How often the RSS sampler reads `/proc/<pid>/status`.
-const RSS_PERIOD: Duration = Duration::from_millis(50);
 
 /// How a node sends on the statements it admits (`--statement-propagation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,27 +52,30 @@ pub struct NodeSettings {
 	pub rate_limit: u32,
 }
 
-/// A running node, killed when dropped.
+/// A running node of a topology, killed when dropped; the process's own figures (ports,
+/// pid, metrics, log) are the launcher's [`node::Node`].
 pub struct Node {
-	child: Child,
+	process: node::Node,
 	/// Position in its topology, for messages.
 	pub index: usize,
-	/// JSON-RPC port (HTTP and WebSocket).
-	pub rpc_port: u16,
-	metrics_port: u16,
 	p2p_port: u16,
 	peer_id: String,
-	log: Arc<Mutex<VecDeque<String>>>,
 }
 
-/// Three distinct free ports: all are held until all are chosen, so they differ.
-fn free_ports() -> Result<[u16; 3], String> {
-	let bind = || TcpListener::bind("127.0.0.1:0").map_err(|err| format!("no free port: {err}"));
-	let held = [bind()?, bind()?, bind()?];
-	let port = |listener: &TcpListener| {
-		listener.local_addr().map(|addr| addr.port()).map_err(|err| err.to_string())
-	};
-	Ok([port(&held[0])?, port(&held[1])?, port(&held[2])?])
+impl Deref for Node {
+	type Target = node::Node;
+
+	fn deref(&self) -> &node::Node {
+		&self.process
+	}
+}
+
+/// A free port for the node's libp2p listener.
+fn free_port() -> Result<u16, String> {
+	TcpListener::bind("127.0.0.1:0")
+		.and_then(|listener| listener.local_addr())
+		.map(|addr| addr.port())
+		.map_err(|err| format!("no free port: {err}"))
 }
 
 /// A fixed node key per position, so a run's PeerIds repeat (64 hex digits).
@@ -113,160 +94,40 @@ impl Node {
 		bootnode: Option<&str>,
 		extra: &[String],
 	) -> Result<Node, String> {
-		let [rpc_port, metrics_port, p2p_port] = free_ports()?;
-		let mut command = Command::new(&settings.binary);
-		command
-			.arg("--dev")
-			.arg("-d")
-			.arg(dir)
-			.args(["--rpc-port", &rpc_port.to_string()])
-			.args(["--prometheus-port", &metrics_port.to_string()])
-			.args(["--port", &p2p_port.to_string()])
-			.args(["--node-key", &node_key(index)])
-			.args(["--statement-propagation", settings.propagation.flag()])
-			.args(["--statement-rate-limit", &settings.rate_limit.to_string()]);
+		let p2p_port = free_port()?;
+		let mut args: Vec<String> = [
+			"--port",
+			&p2p_port.to_string(),
+			"--node-key",
+			&node_key(index),
+			"--statement-propagation",
+			settings.propagation.flag(),
+			"--statement-rate-limit",
+			&settings.rate_limit.to_string(),
+		]
+		.map(String::from)
+		.to_vec();
 		if let Some(bootnode) = bootnode {
-			command.args(["--bootnodes", bootnode]);
+			args.extend(["--bootnodes".to_string(), bootnode.to_string()]);
 		}
-		command.args(extra);
-		let mut child = command
-			.stdout(Stdio::null())
-			.stderr(Stdio::piped())
-			.spawn()
-			.map_err(|err| format!("cannot start {}: {err}", settings.binary.display()))?;
-		let log = Arc::new(Mutex::new(VecDeque::new()));
-		let identities = drain(&mut child, log.clone())?;
-		let mut node =
-			Node { child, index, rpc_port, metrics_port, p2p_port, peer_id: String::new(), log };
-		node.peer_id = node.await_start(&identities)?;
-		Ok(node)
-	}
-
-	/// Wait for the identity line and the RPC port; the PeerId.
-	fn await_start(&mut self, identities: &Receiver<String>) -> Result<String, String> {
-		let deadline = Instant::now() + START_TIMEOUT;
-		let mut peer_id = None;
-		loop {
-			if peer_id.is_none() {
-				match identities.recv_timeout(Duration::from_millis(50)) {
-					Ok(id) => peer_id = Some(id),
-					Err(RecvTimeoutError::Timeout) => {}
-					// The log closed: the process is gone or going; the exit check says so.
-					Err(RecvTimeoutError::Disconnected) => {
-						std::thread::sleep(Duration::from_millis(50))
-					}
-				}
-			}
-			if let Ok(Some(status)) = self.child.try_wait() {
-				return Err(format!(
-					"node {} exited ({status}) while starting; its log:\n{}",
-					self.index,
-					self.log_tail()
-				));
-			}
-			// Ready when both answer: the metrics exporter starts after the RPC server.
-			if let Some(id) = &peer_id {
-				if TcpStream::connect(("127.0.0.1", self.rpc_port)).is_ok()
-					&& TcpStream::connect(("127.0.0.1", self.metrics_port)).is_ok()
-				{
-					return Ok(id.clone());
-				}
-				std::thread::sleep(Duration::from_millis(20));
-			}
-			if Instant::now() > deadline {
-				let missing = if peer_id.is_none() {
-					format!("print `{IDENTITY_MARKER}<PeerId>`")
-				} else {
-					format!(
-						"open its RPC port {} and metrics port {}",
-						self.rpc_port, self.metrics_port
-					)
-				};
-				return Err(format!(
-					"node {} did not {missing} within {START_TIMEOUT:?}; its log:\n{}",
-					self.index,
-					self.log_tail()
-				));
-			}
-		}
+		args.extend_from_slice(extra);
+		let launch = Launch {
+			binary: settings.binary.clone(),
+			base_path: Some(dir.to_path_buf()),
+			chain: Chain::Dev,
+			args,
+		};
+		let (process, _) = launch.start().map_err(|err| format!("node {index}: {err}"))?;
+		let peer_id = process.peer_id.clone().ok_or_else(|| {
+			format!("node {index} did not print its PeerId; its log:\n{}", process.log_tail())
+		})?;
+		Ok(Node { process, index, p2p_port, peer_id })
 	}
 
 	/// The address other nodes dial: `/ip4/127.0.0.1/tcp/<port>/p2p/<PeerId>`.
 	pub fn address(&self) -> String {
 		format!("/ip4/127.0.0.1/tcp/{}/p2p/{}", self.p2p_port, self.peer_id)
 	}
-
-	/// The process id, for `/proc`.
-	pub fn pid(&self) -> u32 {
-		self.child.id()
-	}
-
-	/// The last lines the node logged.
-	pub fn log_tail(&self) -> String {
-		let lines = self.log.lock().map(|lines| Vec::from(lines.clone())).unwrap_or_default();
-		lines.join("\n")
-	}
-
-	/// The metrics text, or why it could not be read.
-	pub fn metrics(&self) -> Result<String, String> {
-		let fail = |err: std::io::Error| format!("node {} metrics: {err}", self.index);
-		let mut stream = TcpStream::connect(("127.0.0.1", self.metrics_port)).map_err(fail)?;
-		stream.set_read_timeout(Some(Duration::from_secs(10))).map_err(fail)?;
-		// HTTP/1.0: the answer is the body up to the close, never chunked.
-		stream.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").map_err(fail)?;
-		let mut answer = String::new();
-		stream.read_to_string(&mut answer).map_err(fail)?;
-		Ok(answer.split_once("\r\n\r\n").map_or(answer.clone(), |(_, body)| body.to_string()))
-	}
-
-	/// One metric's value, `None` if the node does not export it.
-	pub fn metric(&self, name: &str) -> Result<Option<f64>, String> {
-		Ok(metric_value(&self.metrics()?, name))
-	}
-}
-
-impl Drop for Node {
-	fn drop(&mut self) {
-		let _ = self.child.kill();
-		let _ = self.child.wait();
-	}
-}
-
-/// Read the node's stderr on a thread of its own (so it never blocks on a full pipe), keeping
-/// the last lines and sending on the PeerId it announces.
-fn drain(child: &mut Child, log: Arc<Mutex<VecDeque<String>>>) -> Result<Receiver<String>, String> {
-	let stderr = child.stderr.take().ok_or("the node's stderr is not piped")?;
-	let (sender, identities) = channel();
-	std::thread::spawn(move || {
-		for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-			if let Some(id) = peer_id_in(&line) {
-				// Nobody listens after the start; the line is kept in the tail all the same.
-				let _ = sender.send(id);
-			}
-			if let Ok(mut lines) = log.lock() {
-				if lines.len() == LOG_TAIL {
-					lines.pop_front();
-				}
-				lines.push_back(line);
-			}
-		}
-	});
-	Ok(identities)
-}
-
-/// The PeerId in a `Local node identity is: 12D3Koo...` log line.
-fn peer_id_in(line: &str) -> Option<String> {
-	let rest = line.split(IDENTITY_MARKER).nth(1)?;
-	let id: String = rest.chars().take_while(char::is_ascii_alphanumeric).collect();
-	(!id.is_empty()).then_some(id)
-}
-
-/// The value of an unlabelled sample `name` in Prometheus text.
-pub fn metric_value(text: &str, name: &str) -> Option<f64> {
-	text.lines()
-		.filter(|line| !line.starts_with('#'))
-		.find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.split_whitespace().next())
-		.and_then(|value| value.parse().ok())
 }
 
 /// Nodes in one temporary directory (removed after the nodes are gone): a line, node k
@@ -342,7 +203,7 @@ impl Nodes {
 
 	/// Peers each node sees now (`None` where the metric is missing).
 	pub fn peers(&self) -> Result<Vec<Option<u64>>, String> {
-		self.nodes.iter().map(|node| Ok(node.metric(PEERS_METRIC)?.map(|n| n as u64))).collect()
+		self.nodes.iter().map(|node| Ok(node.metric(PEERS)?.map(|n| n as u64))).collect()
 	}
 
 	/// Wait until every node sees at least the peers expected of it, or fail after its
@@ -369,7 +230,7 @@ impl Nodes {
 		let shown: Vec<String> =
 			seen.iter().map(|peers| peers.map_or("-".into(), |n| n.to_string())).collect();
 		let mut message = format!(
-			"the nodes did not connect within {:?}: {PEERS_METRIC} per node is [{}], \
+			"the nodes did not connect within {:?}: {PEERS} per node is [{}], \
 			 expected at least [{}] ('-': not exported)",
 			self.timeout,
 			shown.join(", "),
@@ -402,107 +263,9 @@ impl Nodes {
 	}
 }
 
-/// `VmRSS` of `pid` in KiB (0 if it cannot be read).
-pub fn rss_kib(pid: u32) -> u64 {
-	let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-	status
-		.lines()
-		.find_map(|line| line.strip_prefix("VmRSS:"))
-		.and_then(|value| value.split_whitespace().next()?.parse().ok())
-		.unwrap_or(0)
-}
-
-/// CPU time `pid` has used (user and system), from `/proc/<pid>/stat` (zero if it cannot be
-/// read). The kernel counts it in ticks of 1/100 s on Linux's usual `CLK_TCK`.
-pub fn cpu_time(pid: u32) -> Duration {
-	let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-	// The command name may hold spaces; the fields after its closing parenthesis do not.
-	let fields: Vec<&str> =
-		stat.rsplit_once(')').map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-	// utime and stime are the 14th and 15th fields, the 12th and 13th after the name.
-	let ticks = |index: usize| fields.get(index).and_then(|value| value.parse::<u64>().ok());
-	let total = ticks(11).unwrap_or(0) + ticks(12).unwrap_or(0);
-	Duration::from_millis(total * 10)
-}
-
-/// The highest `VmRSS` of a process, sampled every [`RSS_PERIOD`] on a thread of its own.
-pub struct RssPeak {
-	peak: Arc<AtomicU64>,
-	done: Arc<AtomicBool>,
-	sampler: Option<JoinHandle<()>>,
-}
-
-impl RssPeak {
-	/// Start sampling `pid`.
-	pub fn start(pid: u32) -> RssPeak {
-		let peak = Arc::new(AtomicU64::new(rss_kib(pid)));
-		let done = Arc::new(AtomicBool::new(false));
-		let sampler = {
-			let (peak, done) = (peak.clone(), done.clone());
-			std::thread::spawn(move || {
-				while !done.load(Ordering::Relaxed) {
-					peak.fetch_max(rss_kib(pid), Ordering::Relaxed);
-					std::thread::sleep(RSS_PERIOD);
-				}
-			})
-		};
-		RssPeak { peak, done, sampler: Some(sampler) }
-	}
-
-	/// Stop sampling; the peak in KiB.
-	pub fn finish(mut self) -> u64 {
-		self.stop();
-		self.peak.load(Ordering::Relaxed)
-	}
-
-	fn stop(&mut self) {
-		self.done.store(true, Ordering::Relaxed);
-		if let Some(sampler) = self.sampler.take() {
-			let _ = sampler.join();
-		}
-	}
-}
-
-impl Drop for RssPeak {
-	fn drop(&mut self) {
-		self.stop();
-	}
-}
-
 #[cfg(test)]
 mod tests {
 	use super::*;
-
-	#[test]
-	fn the_peer_id_is_read_from_the_identity_line() {
-		let line = "2026-11-24 INFO statement_node: 🏷  Local node identity is: \
-			12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm";
-		assert_eq!(
-			peer_id_in(line).as_deref(),
-			Some("12D3KooWQCkBm1BYtkHpocxCwMgR8yjitEeHGx8spzcDLGt2gkBm")
-		);
-		assert_eq!(peer_id_in("Local node identity is: "), None);
-		assert_eq!(peer_id_in("Statement store opened with 0 statements"), None);
-	}
-
-	#[test]
-	fn this_process_has_used_some_cpu() {
-		let spin = Instant::now();
-		while spin.elapsed() < Duration::from_millis(50) {}
-		assert!(cpu_time(std::process::id()) >= Duration::from_millis(10));
-		assert_eq!(cpu_time(u32::MAX), Duration::ZERO);
-	}
-
-	#[test]
-	fn metrics_are_read_by_exact_name() {
-		let text = "# HELP substrate_sub_libp2p_peers_count Peers.\n\
-			substrate_sub_libp2p_peers_count_max 9\n\
-			substrate_sub_libp2p_peers_count 2\n\
-			substrate_statement_store_statements 100000\n";
-		assert_eq!(metric_value(text, PEERS_METRIC), Some(2.0));
-		assert_eq!(metric_value(text, STATEMENTS_METRIC), Some(100_000.0));
-		assert_eq!(metric_value(text, "substrate_missing"), None);
-	}
 
 	#[test]
 	fn node_keys_are_64_hex_digits_and_differ() {

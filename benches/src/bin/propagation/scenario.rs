@@ -1,27 +1,31 @@
 //! The scenarios, each run once per propagation mode on fresh nodes, each printing a Markdown
-//! table: latency over a line of nodes and over a mesh the nodes found themselves, the highest
-//! rate carried with no loss, the initial sync of a node that joins a full one, and what a
-//! light node receives against what it asked for.
+//! table: latency over a line of nodes, the highest rate carried with no loss, and the initial
+//! sync of a node that joins a full one; and the table cells and notes that `mesh.rs` and
+//! `light.rs` print with too.
 
 use crate::{
-	node::{
-		cpu_time, metric_value, rss_kib, NodeSettings, Nodes, Propagation, RssPeak, PEERS_METRIC,
-		PEER_TIMEOUT, STATEMENTS_METRIC,
-	},
-	traffic::{bench_topic, deliver, submit, Delivery, Pool},
+	node::{NodeSettings, Nodes, Propagation, PEER_TIMEOUT},
+	traffic::{deliver, submit, Delivery, Pool},
 };
-use statement_store_benches::latency::Latency;
+use statement_store_benches::{
+	latency::Latency,
+	metrics::{self, PEERS, STATEMENTS},
+	procfs::{rss_kib, RssPeak},
+};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
 /// Pause between the nodes seeing each other and the load, so connection set-up is done.
-const SETTLE: Duration = Duration::from_millis(500);
+pub const SETTLE: Duration = Duration::from_millis(500);
 
 /// A rate step is carried only if submits reached this share of the target.
 const KEEPING_UP: f64 = 0.95;
 
+/// How often the sync scenario samples node A's RSS.
+const RSS_PERIOD: Duration = Duration::from_millis(50);
+
 /// How often the sync scenario reads the new node's metrics.
-const SYNC_POLL: Duration = Duration::from_millis(50);
+pub const SYNC_POLL: Duration = Duration::from_millis(50);
 
 /// Sizes and durations of the scenarios.
 pub struct Plan {
@@ -89,7 +93,7 @@ fn latency_run(
 	std::thread::sleep(SETTLE);
 	let (from, to) = (line.first().rpc_port, line.last().rpc_port);
 	let delivery = runtime.block_on(deliver(from, &[to], pool, count, rate, drain))?;
-	let held_by_last = line.last().metric(STATEMENTS_METRIC)?.map(|n| n as u64);
+	let held_by_last = line.last().metric(STATEMENTS)?.map(|n| n as u64);
 	Ok(LatencyRun { propagation: settings.propagation, peers, delivery, held_by_last })
 }
 
@@ -261,18 +265,18 @@ fn sync_run(
 	}
 	let pid = line.first().pid();
 	let rss_before_kib = rss_kib(pid);
-	let peak = RssPeak::start(pid);
+	let peak = RssPeak::start(pid, RSS_PERIOD);
 	eprintln!("sync: starting node B ...");
 	let started = Instant::now();
 	let joined = line.join(settings, 0, &[])?;
 	let mut connected_after = None;
 	loop {
 		let metrics = joined.metrics()?;
-		let peers = metric_value(&metrics, PEERS_METRIC);
+		let peers = metrics::value(&metrics, PEERS);
 		if connected_after.is_none() && peers.is_some_and(|peers| peers >= 1.0) {
 			connected_after = Some(started.elapsed());
 		}
-		let held = metric_value(&metrics, STATEMENTS_METRIC).unwrap_or(0.0);
+		let held = metrics::value(&metrics, STATEMENTS).unwrap_or(0.0);
 		if held >= statements as f64 {
 			break;
 		}
@@ -280,7 +284,7 @@ fn sync_run(
 		if connected_after.is_none() && waited > PEER_TIMEOUT {
 			let peers = peers.map_or("not exported".into(), |peers| peers.to_string());
 			return Err(format!(
-				"node B did not connect to node A within {PEER_TIMEOUT:?} ({PEERS_METRIC}: \
+				"node B did not connect to node A within {PEER_TIMEOUT:?} ({PEERS}: \
 				 {peers}); its log:\n{}",
 				joined.log_tail()
 			));
@@ -349,244 +353,8 @@ pub fn sync(
 	Ok(())
 }
 
-/// Topics the light scenario's statements are spread over; the light node wants one.
-pub const LIGHT_TOPICS: usize = 10;
-
-/// Metrics the mesh and light scenarios read.
-const PROPAGATED: &str = "substrate_sync_propagated_statements";
-const KNOWN_RECEIVED: &str = "substrate_sync_known_statement_received";
-const BYTES_RECEIVED: &str = "substrate_sync_statement_bytes_received_total";
-const RECEIVED: &str = "substrate_sync_statements_received";
-
-/// A metric summed over `nodes` (missing counts as 0).
-fn total(nodes: &Nodes, name: &str) -> Result<f64, String> {
-	let mut sum = 0.0;
-	for node in &nodes.nodes {
-		sum += node.metric(name)?.unwrap_or(0.0);
-	}
-	Ok(sum)
-}
-
-/// One run over a mesh.
-struct MeshRun {
-	propagation: Propagation,
-	peers: Vec<Option<u64>>,
-	delivery: Delivery,
-	/// Statements sent to peers, over statements admitted times the other nodes.
-	sends_per_delivery: f64,
-	/// Received statements the receiver already had, per statement admitted.
-	known_per_statement: f64,
-	/// Nodes holding every admitted statement at the end.
-	holding_all: usize,
-	/// CPU the nodes used during the load and drain, all together, per statement admitted.
-	cpu_per_statement: Duration,
-}
-
-fn mesh_run(
-	settings: &NodeSettings,
-	runtime: &Runtime,
-	pool: &Pool,
-	plan: &Plan,
-) -> Result<MeshRun, String> {
-	let count = plan.latency_statements();
-	let n = plan.mesh_nodes;
-	eprintln!(
-		"mesh of {n}, {} propagation: starting, each knowing the first ...",
-		settings.propagation.flag()
-	);
-	let nodes = Nodes::mesh(settings, n)?;
-	let peers = nodes.peers()?;
-	std::thread::sleep(SETTLE);
-	let (sent_before, known_before) = (total(&nodes, PROPAGATED)?, total(&nodes, KNOWN_RECEIVED)?);
-	let cpu = || nodes.nodes.iter().map(|node| cpu_time(node.pid())).sum::<Duration>();
-	let cpu_before = cpu();
-	// Submitted to the second node; read on five others spread over the mesh.
-	let from = nodes.nodes[1].rpc_port;
-	let mut watched: Vec<usize> = vec![0, n / 4, n / 2, 3 * n / 4, n - 1];
-	watched.retain(|k| *k != 1);
-	watched.dedup();
-	let to: Vec<u16> = watched.iter().map(|k| nodes.nodes[*k].rpc_port).collect();
-	eprintln!(
-		"mesh of {n}: {count} statements at {}/s into node 1, read on nodes {watched:?} ...",
-		plan.rate
-	);
-	let delivery = runtime.block_on(deliver(from, &to, pool, count, plan.rate, plan.drain))?;
-	// Gossip goes on after the watched nodes have everything: let it finish before counting.
-	std::thread::sleep(Duration::from_secs(2));
-	let accepted = delivery.accepted.max(1) as f64;
-	let cpu_per_statement = (cpu() - cpu_before).div_f64(accepted);
-	let sent = total(&nodes, PROPAGATED)? - sent_before;
-	let known = total(&nodes, KNOWN_RECEIVED)? - known_before;
-	let mut holding_all = 0;
-	for node in &nodes.nodes {
-		if node.metric(STATEMENTS_METRIC)?.unwrap_or(0.0) >= delivery.accepted as f64 {
-			holding_all += 1;
-		}
-	}
-	Ok(MeshRun {
-		propagation: settings.propagation,
-		peers,
-		delivery,
-		sends_per_delivery: sent / (accepted * (n - 1) as f64),
-		known_per_statement: known / accepted,
-		holding_all,
-		cpu_per_statement,
-	})
-}
-
-/// Latency over a mesh of nodes that found each other from one boot node, once per mode.
-pub fn mesh(
-	modes: &[NodeSettings],
-	runtime: &Runtime,
-	pool: &Pool,
-	plan: &Plan,
-) -> Result<(), String> {
-	let runs = modes
-		.iter()
-		.map(|settings| mesh_run(settings, runtime, pool, plan))
-		.collect::<Result<Vec<_>, _>>()?;
-	let n = plan.mesh_nodes;
-	println!(
-		"\n### mesh{n}: {n} nodes that know only the first, {} /s for {} s into one\n",
-		plan.rate, plan.seconds
-	);
-	println!(
-		"| propagation | peers min/mean/max | submitted/s | accepted | reached 5 watched | lost | p50 \
-		 | p90 | p99 | max | sends per delivery | duplicates received per statement | nodes holding all \
-		 | node CPU per statement (all nodes) |"
-	);
-	println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-	for run in &runs {
-		let delivery = &run.delivery;
-		let seen: Vec<u64> = run.peers.iter().flatten().copied().collect();
-		let mean = seen.iter().sum::<u64>() as f64 / seen.len().max(1) as f64;
-		println!(
-			"| {} | {}/{mean:.1}/{} | {:.0} | {} | {} | {} | {} | {:.2} | {:.2} | {}/{n} | {:.0} us |",
-			run.propagation.flag(),
-			seen.iter().min().unwrap_or(&0),
-			seen.iter().max().unwrap_or(&0),
-			delivery.submit_rate,
-			delivery.accepted,
-			delivery.delivered,
-			delivery.lost(),
-			latency_cells(delivery.latency, true),
-			run.sends_per_delivery,
-			run.known_per_statement,
-			run.holding_all,
-			run.cpu_per_statement.as_secs_f64() * 1e6,
-		);
-	}
-	print_footer(runs.iter().map(|run| (run.propagation, &run.delivery)).collect());
-	Ok(())
-}
-
-/// What one node received in the light scenario.
-struct Intake {
-	statements: f64,
-	bytes: f64,
-}
-
-fn intake(node: &crate::node::Node) -> Result<Intake, String> {
-	let metrics = node.metrics()?;
-	Ok(Intake {
-		statements: metric_value(&metrics, RECEIVED).unwrap_or(0.0),
-		bytes: metric_value(&metrics, BYTES_RECEIVED).unwrap_or(0.0),
-	})
-}
-
-/// Wait until `node` holds `count` statements, or fail after `within`.
-fn await_held(node: &crate::node::Node, count: usize, within: Duration) -> Result<(), String> {
-	let deadline = Instant::now() + within;
-	loop {
-		let held = node.metric(STATEMENTS_METRIC)?.unwrap_or(0.0);
-		if held >= count as f64 {
-			return Ok(());
-		}
-		if Instant::now() > deadline {
-			return Err(format!(
-				"node {} holds {held} of {count} statements after {within:?}; its log:\n{}",
-				node.index,
-				node.log_tail()
-			));
-		}
-		std::thread::sleep(SYNC_POLL);
-	}
-}
-
-fn light_run(
-	settings: &NodeSettings,
-	runtime: &Runtime,
-	pool: &Pool,
-	plan: &Plan,
-) -> Result<(Intake, Intake), String> {
-	let count = plan.light_statements;
-	let half = count / 2;
-	eprintln!(
-		"light, {} propagation: {count} statements over {LIGHT_TOPICS} topics ...",
-		settings.propagation.flag()
-	);
-	// A alone takes the submits; the full observer F and the light node L each peer with A only.
-	let mut nodes = Nodes::line(settings, 1)?;
-	let alone = ["--no-discovery".to_string()];
-	nodes.join(settings, 0, &alone)?;
-	let rpc = nodes.first().rpc_port;
-	runtime.block_on(submit(rpc, pool, half, Some(plan.rate)))?;
-	await_held(&nodes.nodes[1], half, plan.sync_timeout)?;
-	let wanted = format!("0x{}", hex::encode(bench_topic(0).0));
-	let light = [alone[0].clone(), "--statement-topics".into(), wanted];
-	nodes.join(settings, 0, &light)?;
-	// Its initial sync: the first half's statements on its topic.
-	await_held(&nodes.nodes[2], pool.on_topic(0, half).0, plan.sync_timeout)?;
-	let tail = pool.range(half, count);
-	runtime.block_on(submit(rpc, &tail, count - half, Some(plan.rate)))?;
-	await_held(&nodes.nodes[1], count, plan.sync_timeout)?;
-	await_held(&nodes.nodes[2], pool.on_topic(0, count).0, plan.sync_timeout)?;
-	std::thread::sleep(Duration::from_secs(1));
-	Ok((intake(&nodes.nodes[1])?, intake(&nodes.nodes[2])?))
-}
-
-/// A light node wanting one topic in ten and a full node, each peering with the node that
-/// takes the submits: what each receives against what it wanted; once per mode.
-pub fn light(
-	modes: &[NodeSettings],
-	runtime: &Runtime,
-	pool: &Pool,
-	plan: &Plan,
-) -> Result<(), String> {
-	let count = plan.light_statements;
-	let (all_statements, all_bytes) = (0..LIGHT_TOPICS)
-		.map(|k| pool.on_topic(k, count))
-		.fold((0, 0), |(n, b), (tn, tb)| (n + tn, b + tb));
-	let (wanted_statements, wanted_bytes) = pool.on_topic(0, count);
-	println!(
-		"\n### light: {count} statements over {LIGHT_TOPICS} topics, half before the light node \
-		 joins (initial sync), half after\n"
-	);
-	println!(
-		"| propagation | node | wants | statements received | bytes received | statements \
-		 wanted | bytes of them | received / wanted bytes |"
-	);
-	println!("|---|---|---|---|---|---|---|---|");
-	for settings in modes {
-		let (full, light) = light_run(settings, runtime, pool, plan)?;
-		for (node, wants, intake, statements, bytes) in [
-			("full", "everything", full, all_statements, all_bytes),
-			("light", "1 topic of 10", light, wanted_statements, wanted_bytes),
-		] {
-			println!(
-				"| {} | {node} | {wants} | {:.0} | {:.0} | {statements} | {bytes} | {:.3}x |",
-				settings.propagation.flag(),
-				intake.statements,
-				intake.bytes,
-				intake.bytes / bytes.max(1) as f64,
-			);
-		}
-	}
-	Ok(())
-}
-
 /// The notes on each run, then reference / immediate when both modes ran.
-fn print_footer(runs: Vec<(Propagation, &Delivery)>) {
+pub fn print_footer(runs: Vec<(Propagation, &Delivery)>) {
 	print_notes(runs.iter().copied());
 	if let [(_, ours), (_, reference)] = &runs[..] {
 		if let (Some(ours), Some(reference)) = (ours.latency, reference.latency) {
@@ -596,14 +364,14 @@ fn print_footer(runs: Vec<(Propagation, &Delivery)>) {
 }
 
 /// `5 (1,2,2,2,1)`: nodes, then the peers each saw when the load started.
-fn peers_text(peers: &[Option<u64>]) -> String {
+pub fn peers_text(peers: &[Option<u64>]) -> String {
 	let each: Vec<String> =
 		peers.iter().map(|peers| peers.map_or("-".into(), |n| n.to_string())).collect();
 	format!("{} ({})", peers.len(), each.join(","))
 }
 
 /// Milliseconds, two decimals below 10 ms.
-fn ms(duration: Duration) -> String {
+pub fn ms(duration: Duration) -> String {
 	let ms = duration.as_secs_f64() * 1000.0;
 	if ms < 10.0 {
 		format!("{ms:.2} ms")
@@ -613,7 +381,7 @@ fn ms(duration: Duration) -> String {
 }
 
 /// The latency columns: p50, p90 (if `with_p90`), p99, max.
-fn latency_cells(latency: Option<Latency>, with_p90: bool) -> String {
+pub fn latency_cells(latency: Option<Latency>, with_p90: bool) -> String {
 	let Some(latency) = latency else {
 		return if with_p90 { "- | - | - | -" } else { "- | - | -" }.into();
 	};
@@ -627,7 +395,7 @@ fn latency_cells(latency: Option<Latency>, with_p90: bool) -> String {
 }
 
 /// `p50 12.3x, p90 ...`: each percentile of `slow` over `fast`.
-fn ratio_text(slow: Latency, fast: Latency) -> String {
+pub fn ratio_text(slow: Latency, fast: Latency) -> String {
 	let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
 	format!(
 		"p50 {:.1}x, p90 {:.1}x, p99 {:.1}x, max {:.1}x",
@@ -639,7 +407,7 @@ fn ratio_text(slow: Latency, fast: Latency) -> String {
 }
 
 /// Refusals and subscriptions that ended early, below a table.
-fn print_notes<'a>(runs: impl Iterator<Item = (Propagation, &'a Delivery)>) {
+pub fn print_notes<'a>(runs: impl Iterator<Item = (Propagation, &'a Delivery)>) {
 	for (propagation, delivery) in runs {
 		if let Some(refusal) = &delivery.first_refusal {
 			println!("\n{}: the first node refused {refusal}", propagation.flag());

@@ -236,6 +236,22 @@ mod tests {
 	}
 
 	#[test]
+	fn every_documented_invocation_parses() {
+		statement_store_benches::cli::assert_parses::<Cli>(&[
+			"simulate gossip --nodes 1000 --rate 1000 --seconds 5",
+			"simulate gossip --nodes 1000 --rate 1000 --propagation reference",
+			"simulate gossip --nodes 1000 --churn 0.1 --light-share 0.2",
+			"simulate gossip --nodes 1000 --rate 1000 --seconds 5 --propagation both",
+			"simulate gossip --nodes 1000 --rate 100 --seconds 10 --churn 0.1 --light-share 0.2",
+			"simulate gossip --nodes 100,1000 --rate 100,1000 --seconds 5 --propagation both",
+			"simulate gossip --seed 1 --boot-nodes 1 --shared-cores 2 --nodes 20 --rate 250 \
+			 --seconds 10 --latency-ms 0.05,0.2 --upload-mbit 0 --size 400 --validate-us 347 \
+			 --origin 1 --watch 0,5,10,15,19 --propagation immediate",
+			"simulate routing --nodes 100,1000,10000",
+		]);
+	}
+
+	#[test]
 	fn the_same_seed_gives_the_same_figures_and_another_seed_others() {
 		let first = Sim::new(small(7, Propagation::default())).run();
 		let again = Sim::new(small(7, Propagation::default())).run();
