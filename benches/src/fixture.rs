@@ -2,6 +2,7 @@
 //! statements over 64 accounts, topics (i % 10, 1000 + i % 100), 256-byte data.
 
 use sp_core::{ed25519, Pair};
+use statement_primitives::testing::TestStatement;
 use statement_primitives::{DecryptionKey, Statement, StatementAllowance, Topic};
 use statement_store::{Clock, Config, MapAllowances};
 use std::{
@@ -46,18 +47,15 @@ pub fn destination(n: u32) -> DecryptionKey {
 }
 
 fn build(i: u32, expiry: u32, dest: Option<DecryptionKey>, keys: &[ed25519::Pair]) -> Statement {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(expiry, i);
-	if let Some(dest) = dest {
-		statement.set_decryption_key(dest);
-	}
-	statement.set_topic(0, topic(i % 10));
-	statement.set_topic(1, topic(1000 + i % 100));
 	let mut data = vec![0u8; 256];
 	data[..4].copy_from_slice(&i.to_le_bytes());
-	statement.set_plain_data(data);
-	statement.sign_ed25519_private(&keys[(i % ACCOUNTS) as usize]);
-	statement
+	TestStatement::new()
+		.expiry(expiry, i)
+		.decryption_key(dest)
+		.topic(0, topic(i % 10))
+		.topic(1, topic(1000 + i % 100))
+		.data(data)
+		.signed_ed25519(&keys[(i % ACCOUNTS) as usize])
 }
 
 /// Statement `i` of the data set, signed by account `i % 64` with key `keys[i % 64]`.
