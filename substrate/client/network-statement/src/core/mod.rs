@@ -21,6 +21,7 @@ mod receive;
 mod send;
 #[cfg(test)]
 mod tests;
+mod time;
 
 use crate::{
 	affinity::AffinityFilter,
@@ -39,8 +40,7 @@ use std::{
 	time::Duration,
 };
 
-/// The core's clock: time since a fixed origin the driver chooses.
-pub type Time = Duration;
+pub use time::Time;
 
 /// Log target.
 pub(crate) const LOG: &str = "statement-gossip";

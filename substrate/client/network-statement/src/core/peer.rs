@@ -1,6 +1,6 @@
 //! One peer's state in the gossip core: what it wants, what waits for it, what is in flight.
 
-use super::Time;
+use super::time::Time;
 use crate::{
 	affinity::AffinityFilter,
 	rate::Bucket,

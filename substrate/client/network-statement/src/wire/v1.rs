@@ -1,11 +1,11 @@
 //! statement/1: a notification is a SCALE `Vec<Statement>` of whole statements.
 
-use super::{DecodeError, MAX_STATEMENTS_PER_NOTIFICATION};
+use super::format::{DecodeError, MAX_STATEMENTS_PER_NOTIFICATION};
 use codec::{Compact, Decode, Encode};
 use statement_primitives::Statement;
 
 /// Bytes the `Vec` length prefix may take (a `Compact<u32>`).
-pub const ENVELOPE: usize = 5;
+pub use super::format::V1_ENVELOPE as ENVELOPE;
 
 /// The statements of a `Vec<Statement>`, with their encodings; the count is checked before
 /// anything else is decoded, and nothing may follow the last statement.

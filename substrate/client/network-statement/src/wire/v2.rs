@@ -1,11 +1,14 @@
 //! statement/2: a notification is the SCALE enum `StatementMessage`, variant
 //! `0: Statements(Vec<Statement>)` or `1: ExplicitTopicAffinity(AffinityFilter)`.
 
-use super::{v1, DecodeError, Message};
+use super::{
+	format::{DecodeError, Message},
+	v1,
+};
 use crate::affinity::AffinityFilter;
 
 /// Bytes a notification spends around its statements: the variant byte and the length prefix.
-pub const ENVELOPE: usize = 1 + v1::ENVELOPE;
+pub use super::format::V2_ENVELOPE as ENVELOPE;
 
 /// Variant index of `Statements`.
 const STATEMENTS: u8 = 0;
