@@ -15,23 +15,31 @@
 //! # Parts
 //!
 //! ```text
-//!   store.rs   Store (the handle), Inner (the state the parts share), closing, the trait
+//!   store.rs   Store (the handle), Inner (one value a part), closing, the trait
 //!   config.rs, error.rs, metrics.rs, allowance.rs, chain_allowance.rs
-//!   open/      opening: directory and schema checks, intent redo, trimming (mod.rs);
-//!              loading the membership set (load); schema upgrades (migrate); the snapshot
-//!              (snapshot); check-db and repair (check)
-//!   write/     submit ─> batch ─> intent ─> staging ─> writeback ─> parity-db;
+//!   open/      opening: directory and schema checks, trimming (mod.rs); loading the
+//!              membership set (load); schema upgrades (migrate); the snapshot (snapshot);
+//!              check-db and repair (check)
+//!   write/     Writes (mod.rs): the write path's state;
+//!              submit ─> batch ─> intent ─> staging ─> writeback ─> parity-db;
+//!              priority (an account's statements in eviction order), intent redo (batch);
 //!              maintenance (expiry, bans, limits); disk (free-space watch)
-//!   read/      query (MatchAll, bodies by id and by hash) ─> cache / bodies / view ─> staging;
+//!   read/      Reads (mod.rs): the view lock, the caches, the quarantine;
+//!              query (MatchAll, bodies by id and by hash) ─> cache / bodies / view ─> staging;
 //!              paging (walks a page at a time), read_ahead (bodies on helper threads), limit
 //!   index/     schema (columns, keys, values), posting (id lists), lists (whole lists from
-//!              disk), membership (the in-memory hash set: table, snapshot file)
-//!   subscription/  registry and matcher thread, queue, handle (Subscription), subscribe
+//!              disk), membership (the in-memory hash set: table, snapshot file; Snapshots,
+//!              what the newest snapshot covers)
+//!   subscription/  Subscriptions (registry) and matcher thread, queue, handle
+//!              (Subscription), subscribe
 //! ```
 //!
 //! Files import each other along these arrows only: no two files reach each other, and
 //! only tests and the membership snapshot file import their parent
-//! (`python3 scripts/imports.py` counts them; CI fails on a circle).
+//! (`python3 scripts/imports.py` counts them; CI fails on a circle). Each part keeps its
+//! state in its own struct, whose fields only that part's folder sees; `Inner` holds one of
+//! each beside the configuration, the database and the metrics, and a part asks another
+//! through its methods (`python3 scripts/parts.py` checks it; so does CI).
 //!
 //! # Layout and invariants
 //!

@@ -1,35 +1,23 @@
-//! The store's handle and its shared state: [`Store`], `Inner` (what every room works on),
-//! closing, and the [`StatementStore`] trait. Opening is in `open`, the read path in `read`,
-//! writes in `batch` and `submit`, snapshots in `snapshot`.
+//! The store's handle and its state: [`Store`], `Inner` (one value a part: the write path's,
+//! the read path's, the membership set, subscriptions, snapshots), closing, and the
+//! [`StatementStore`] trait. Opening is in `open`, the read path in `read`, writes in
+//! `write`, snapshots in `open::snapshot`.
 
 use crate::{
-	allowance::AllowanceProvider,
 	config::Config,
-	index::membership::{Membership, SnapshotMark},
-	index::schema::{Counters, Id},
+	index::membership::{Membership, Snapshots},
+	index::schema::Id,
 	metrics::{Metrics, MetricsSnapshot},
-	read::bodies::BodyCache,
-	read::cache::PostingCache,
-	read::view::ViewLock,
+	read::Reads,
 	subscription::registry::Subscriptions,
-	write::disk::DiskGuard,
-	write::intent::IntentLog,
 	write::staging::Database,
-	write::writeback::{Writeback, WritebackThreads},
+	write::Writes,
 };
-use parking_lot::Mutex;
 use statement_primitives::{
 	AccountId, DecryptionKey, Hash, Statement, StatementSource, StatementStore, SubmitResult,
 	Topic, TopicFilter,
 };
-use std::sync::{
-	atomic::{AtomicBool, AtomicU64},
-	Arc,
-};
-
-/// How often the writeback drains staged batches into parity-db's log (checkpoints, which
-/// apply that log to the tables, run at their own pace: see `writeback`).
-pub(crate) const DRAIN_PERIOD: std::time::Duration = std::time::Duration::from_millis(50);
+use std::sync::Arc;
 
 /// A statement store backed by parity-db. Cheap to clone; clones share one store.
 ///
@@ -40,52 +28,28 @@ pub struct Store {
 	pub(crate) inner: Arc<Inner>,
 }
 
+/// The store's state: one value a part, each of which keeps its own fields to itself (the
+/// compiler holds them to their folder) and is reached through its methods.
 pub(crate) struct Inner {
-	/// Stopped first when the store closes, so that the last checkpoint runs alone.
-	pub threads: WritebackThreads,
-	/// parity-db with the batches not yet handed to it (see `staging`).
-	pub db: Arc<Database>,
-	/// The redo log every acknowledged batch is appended to (see `intent`).
-	pub intent: Arc<IntentLog>,
-	/// Moves staged batches into parity-db (see `writeback`).
-	pub writeback: Arc<Writeback>,
-	/// Free disk space, measured by the drain thread; submits are refused while it is low.
-	pub disk: Arc<DiskGuard>,
+	/// What the store was opened with; never changed while open.
 	pub config: Config,
-	/// Shared by queries for their whole run; taken exclusively only to publish a commit.
-	pub view: ViewLock,
-	/// Serialises writers and holds the counters they start from.
-	pub writer: Arc<Mutex<Counters>>,
-	pub membership: Membership,
-	pub cache: PostingCache,
-	/// Recently read statement bodies.
-	pub bodies: BodyCache,
-	pub allowances: Arc<dyn AllowanceProvider>,
-	pub subscriptions: Subscriptions,
+	/// parity-db with the batches not yet handed to it (see `write::staging`): written by
+	/// the write path, read by every part.
+	pub db: Arc<Database>,
+	/// Counters every part adds to.
 	pub metrics: Metrics,
-	/// Whether the keyed list may be non-empty; when not, broadcasts skip subtracting it.
-	/// Set when the store holds (or admits) a statement with a key; never cleared while open.
-	pub keyed: AtomicBool,
-	/// Whether the store may hold a ban; when not, submits skip looking one up. Set at open
-	/// if the ban order is not empty and by every ban; never cleared while open.
-	pub banned: AtomicBool,
-	/// Where the next allowance re-check slice starts.
-	pub allowance_cursor: Mutex<Option<AccountId>>,
-	/// Whether opening read the membership set from its snapshot instead of hashing every body.
-	pub reopened_from_snapshot: bool,
-	/// Statements admitted and removed since that snapshot, which opening caught up on.
-	pub caught_up: (u64, u64),
-	/// Position of the removal log (see [`schema::removal_segment_key`]). Changed by batches,
-	/// under the writer lock.
-	pub removals: AtomicU64,
-	/// What the newest membership snapshot covers.
-	pub snapshot_mark: Mutex<SnapshotMark>,
-	/// Statements found damaged on disk, left out of answers (see [`Inner::find`]).
-	pub quarantined: Mutex<std::collections::HashSet<Id>>,
+	/// The in-memory set of stored hashes (see `index::membership`).
+	pub membership: Membership,
+	/// The write path's state (see `write`).
+	pub writes: Writes,
+	/// The read path's view lock, caches and quarantine (see `read`).
+	pub reads: Reads,
+	/// Subscribers and the matcher thread (see `subscription`).
+	pub subscriptions: Subscriptions,
+	/// What the newest membership snapshot covers, and what opening read (see
+	/// `open::snapshot`, `index::membership`).
+	pub snapshots: Snapshots,
 }
-
-/// Quarantined ids remembered (so each is logged once); past this, damage is only counted.
-pub(crate) const MAX_QUARANTINED: usize = 100_000;
 
 /// One page of [`Store::statements_page`].
 #[derive(Debug, Default)]
@@ -98,13 +62,7 @@ pub struct StatementsPage {
 
 impl Drop for Inner {
 	fn drop(&mut self) {
-		self.threads.stop();
-		if let Err(err) = self.writeback.checkpoint() {
-			log::warn!(target: "statement-store", "writing the last commits failed: {err}");
-		} else {
-			// parity-db now holds everything appended: the intent files are not needed.
-			self.intent.release_all();
-		}
+		self.writes.close();
 		self.save_snapshot_at_close();
 	}
 }
@@ -123,18 +81,17 @@ impl Store {
 	/// Counters, submit outcomes and cache figures.
 	pub fn metrics(&self) -> MetricsSnapshot {
 		let mut snapshot = self.inner.metrics.snapshot();
-		let (hits, misses) = self.inner.cache.hit_counts();
+		let (hits, misses, cached) = self.inner.reads.cache_figures();
 		snapshot.cache_hits = hits;
 		snapshot.cache_misses = misses;
-		snapshot.cache_bytes =
-			(self.inner.cache.used_bytes() + self.inner.bodies.used_bytes()) as u64;
-		snapshot.pending_bytes = self.inner.writeback.pending_bytes();
+		snapshot.cache_bytes = cached as u64;
+		snapshot.pending_bytes = self.inner.writes.pending_bytes();
 		snapshot.subscriptions = self.inner.subscriptions.len() as u64;
 		let (queued, dropped, refused) = self.inner.subscriptions.usage();
 		snapshot.subscription_queued_bytes = queued as u64;
 		snapshot.subscriptions_dropped_for_budget = dropped;
 		snapshot.subscriptions_refused_for_budget = refused;
-		(snapshot.disk_free_bytes, snapshot.disk_low) = self.inner.disk.state();
+		(snapshot.disk_free_bytes, snapshot.disk_low) = self.inner.writes.disk_state();
 		snapshot
 	}
 
@@ -142,19 +99,18 @@ impl Store {
 	/// from the journal and the removal log: `(0, 0)` after a clean stop or without a
 	/// snapshot (see [`Store::reopened_from_snapshot`]).
 	pub fn caught_up_while_opening(&self) -> (u64, u64) {
-		self.inner.caught_up
+		self.inner.snapshots.caught_up()
 	}
 
 	/// Whether opening took the membership set from its snapshot (written at the last clean
 	/// close or by maintenance), rather than hashing every stored body.
 	pub fn reopened_from_snapshot(&self) -> bool {
-		self.inner.reopened_from_snapshot
+		self.inner.snapshots.reopened()
 	}
 
 	/// Drop every cached posting list and body (the next queries read from disk).
 	pub fn clear_cache(&self) {
-		self.inner.cache.clear();
-		self.inner.bodies.clear();
+		self.inner.reads.clear();
 	}
 }
 

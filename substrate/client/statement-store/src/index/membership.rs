@@ -31,21 +31,86 @@
 //! id needs (the header says how many). Loading it fills the tables on up to four threads while
 //! the file is read and checked.
 
-use crate::index::schema::{fingerprint, Id};
-use parking_lot::RwLock;
+use crate::index::schema::{fingerprint, Id, REMOVAL_SEGMENT};
+use parking_lot::{Mutex, RwLock};
 use statement_primitives::Hash;
+use std::{
+	ops::Range,
+	time::{Duration, Instant},
+};
 use table::{shard_of, Ids, Table, SHARDS};
 
-/// What the newest membership snapshot covers, to decide when the next one is due.
-pub struct SnapshotMark {
+/// What the newest membership snapshot covers, to decide when the next one is due, and
+/// what opening read from one.
+pub struct Snapshots {
+	mark: Mutex<SnapshotMark>,
+	/// Whether opening read the set from its snapshot instead of hashing every body.
+	reopened: bool,
+	/// Statements admitted and removed since that snapshot, which opening caught up on.
+	caught_up: (u64, u64),
+}
+
+/// See [`Snapshots`].
+struct SnapshotMark {
 	/// The journal position it covers.
-	pub next_id: Id,
+	next_id: Id,
 	/// The removal-log position it covers.
-	pub removals: u64,
+	removals: u64,
 	/// When it was written (or the store opened).
-	pub at: std::time::Instant,
+	at: Instant,
 	/// Removal-log segments below this one are deleted.
-	pub trimmed_below: u64,
+	trimmed_below: u64,
+}
+
+impl Snapshots {
+	/// `read` is the tag of the snapshot opening read (`None`: it read none, and the first
+	/// maintenance run writes one), `caught_up` what opening added and removed since it.
+	pub fn new(read: Option<&SnapshotTag>, caught_up: (u64, u64)) -> Snapshots {
+		let mark = match read {
+			Some(tag) => SnapshotMark {
+				next_id: tag.next_id,
+				removals: tag.removals,
+				at: Instant::now(),
+				trimmed_below: tag.removals / REMOVAL_SEGMENT,
+			},
+			None => SnapshotMark { next_id: 0, removals: 0, at: Instant::now(), trimmed_below: 0 },
+		};
+		Snapshots { mark: Mutex::new(mark), reopened: read.is_some(), caught_up }
+	}
+
+	/// Whether opening took the set from its snapshot.
+	pub fn reopened(&self) -> bool {
+		self.reopened
+	}
+
+	/// Statements admitted and removed since the snapshot, which opening caught up on.
+	pub fn caught_up(&self) -> (u64, u64) {
+		self.caught_up
+	}
+
+	/// Whether, with the journal at `next_id` and the removal log at `removals`, `changes`
+	/// changes or `period` have passed since the newest snapshot (at least one change).
+	pub fn due(&self, next_id: Id, removals: u64, changes: u64, period: Duration) -> bool {
+		let mark = self.mark.lock();
+		let changed = next_id.saturating_sub(mark.next_id) + removals.saturating_sub(mark.removals);
+		changed >= changes || (changed > 0 && mark.at.elapsed() >= period)
+	}
+
+	/// A snapshot covering `tag` was written: `trim` is called with the removal-log segments
+	/// it no longer needs (one call at a time), then the mark moves to `tag`.
+	pub fn written(&self, tag: &SnapshotTag, trim: impl FnOnce(Range<u64>)) {
+		let mut mark = self.mark.lock();
+		let below = tag.removals / REMOVAL_SEGMENT;
+		if below > mark.trimmed_below {
+			trim(mark.trimmed_below..below);
+		}
+		*mark = SnapshotMark {
+			next_id: tag.next_id,
+			removals: tag.removals,
+			at: Instant::now(),
+			trimmed_below: below.max(mark.trimmed_below),
+		};
+	}
 }
 
 /// What a snapshot was taken of: it is used only if the database still says the same.

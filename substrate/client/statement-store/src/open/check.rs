@@ -73,7 +73,7 @@ pub fn check(config: Config) -> Result<CheckReport> {
 
 pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 	let inner = &store.inner;
-	inner.writeback.checkpoint()?;
+	inner.writes.checkpoint()?;
 	let db = inner.db.raw();
 	let mut report = CheckReport::default();
 	let (mut total_size, mut sizes_known) = (0u64, true);
@@ -127,7 +127,7 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 			report.statements
 		));
 	}
-	let counters = *inner.writer.lock();
+	let counters = inner.writes.counters();
 	if counters.count != report.statements || (sizes_known && counters.total_size != total_size) {
 		report.problem(format!(
 			"the counters say {} statements of {} bytes; the stored ids are {} of {total_size}",

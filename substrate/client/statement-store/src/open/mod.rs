@@ -15,59 +15,21 @@ use crate::{
 	error::Error,
 	error::Result,
 	index::lists::has_segments,
-	index::membership::Membership,
-	index::membership::SnapshotMark,
+	index::membership::{Membership, Snapshots},
 	index::schema::{self, Counters, PostingKey},
 	metrics::Metrics,
 	open::snapshot::{snapshot_tag, SNAPSHOT_FILE},
-	read::bodies::BodyCache,
-	read::cache::PostingCache,
-	read::view::ViewLock,
-	store::{Inner, Store, DRAIN_PERIOD},
+	read::Reads,
+	store::{Inner, Store},
 	subscription::registry::Subscriptions,
-	write::disk::DiskGuard,
-	write::intent::{self, IntentLog},
+	write::intent,
 	write::staging::Database,
-	write::writeback::{self, Writeback, WritebackThreads},
+	write::writeback,
+	write::{Start, Writes},
 };
 use codec::Encode;
 use load::{catch_up, check_samples, hash_every_body, hint_table_headers, meta_position};
-use parking_lot::Mutex;
-use std::sync::{
-	atomic::{AtomicBool, AtomicU64},
-	Arc,
-};
-
-impl Inner {
-	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
-	/// and make parity-db hold them durably before the store is used. `tolerant` (after a
-	/// gap the operator chose to skip) lets a step that no longer applies pass.
-	fn redo(
-		&self,
-		intents: Vec<intent::Intent>,
-		held: u64,
-		tolerant: bool,
-		path: &str,
-	) -> Result<()> {
-		let pending: Vec<_> = intents.into_iter().filter(|(seq, _)| *seq > held).collect();
-		if pending.is_empty() {
-			return Ok(());
-		}
-		log::info!(
-			target: "statement-store",
-			"{path}: redoing {} changes from the intent log that the database lacks",
-			pending.len()
-		);
-		let mut counters = self.writer.lock();
-		for (seq, steps) in pending {
-			let batch = crate::write::batch::Batch::new(self, *counters).redo(steps, tolerant)?;
-			*counters = batch.commit_replayed(seq)?;
-		}
-		drop(counters);
-		// The old intent files go next: make parity-db hold the batches durably.
-		self.writeback.checkpoint()
-	}
-}
+use std::sync::Arc;
 
 impl Store {
 	/// Open (or create) the store described by `config`, reading allowances from `allowances`.
@@ -155,21 +117,7 @@ impl Store {
 			None => None,
 		};
 		let reopened_from_snapshot = from_snapshot.is_some();
-		let mark = match &from_snapshot {
-			Some((_, old)) => SnapshotMark {
-				next_id: old.next_id,
-				removals: old.removals,
-				at: std::time::Instant::now(),
-				trimmed_below: old.removals / schema::REMOVAL_SEGMENT,
-			},
-			// No usable snapshot: the first maintenance run writes one.
-			None => SnapshotMark {
-				next_id: 0,
-				removals: 0,
-				at: std::time::Instant::now(),
-				trimmed_below: 0,
-			},
-		};
+		let snapshots = Snapshots::new(from_snapshot.as_ref().map(|(_, old)| old), caught_up);
 		let membership = match from_snapshot {
 			Some((set, _)) => set,
 			None => {
@@ -216,43 +164,28 @@ impl Store {
 			iter.next()?.is_some()
 		};
 		let next_seq = intents.records.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
-		let intent = Arc::new(IntentLog::create(&path, config.sync_wal, next_seq)?);
 		let db = Arc::new(Database::new(db));
-		let writeback = Arc::new(Writeback::new(db.clone(), intent.clone(), &config));
-		let writer = Arc::new(Mutex::new(counters));
-		let disk = Arc::new(DiskGuard::new(path.clone(), config.min_free_bytes));
-		let threads = WritebackThreads::start(writeback.clone(), disk.clone(), DRAIN_PERIOD)
-			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
-		let subscription_budget = config.subscription_budget_bytes;
-		let inner = Inner {
-			threads,
-			cache: PostingCache::new(config.cache_bytes),
-			bodies: BodyCache::new(config.body_cache_bytes),
-			db,
-			intent,
-			writeback,
-			disk,
-			config,
-			view: ViewLock::default(),
-			writer,
-			membership,
+		let writes = Writes::start(
+			&db,
+			&config,
 			allowances,
-			subscriptions: Subscriptions::with_budget(subscription_budget),
+			Start { counters, next_seq, banned, removals },
+		)?;
+		let inner = Inner {
+			reads: Reads::new(&config, keyed),
+			subscriptions: Subscriptions::with_budget(config.subscription_budget_bytes),
+			snapshots,
+			config,
+			db,
 			metrics: Metrics::default(),
-			keyed: AtomicBool::new(keyed),
-			banned: AtomicBool::new(banned),
-			allowance_cursor: Mutex::new(None),
-			reopened_from_snapshot,
-			caught_up,
-			removals: AtomicU64::new(removals),
-			snapshot_mark: Mutex::new(mark),
-			quarantined: Mutex::default(),
+			membership,
+			writes,
 		};
 		let old_intent_files = std::mem::take(&mut intents.files);
 		inner.redo(intents.records, intent_seq, gap, &shown)?;
 		// parity-db now holds every batch they had: delete them, or after a skipped gap keep
 		// them aside for the operator.
-		let current = inner.intent.current_path();
+		let current = inner.writes.intent_path();
 		for file in old_intent_files.iter().filter(|file| **file != current) {
 			let done = if gap {
 				std::fs::rename(file, file.with_extension("log.damaged"))
@@ -263,7 +196,7 @@ impl Store {
 				log::warn!(target: "statement-store", "cannot move or delete {}: {err}", file.display());
 			}
 		}
-		let counters = *inner.writer.lock();
+		let counters = inner.writes.counters();
 		inner.metrics.set_totals(counters.count, counters.total_size);
 		let store = Store { inner: Arc::new(inner) };
 		store.trim_to_limits()?;

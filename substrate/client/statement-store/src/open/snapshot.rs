@@ -4,11 +4,10 @@
 use crate::{
 	error::Error,
 	error::Result,
-	index::membership::{SnapshotMark, SnapshotTag},
+	index::membership::SnapshotTag,
 	index::schema::{self, Counters, Id, StoredBody},
 	store::{Inner, Store},
 };
-use std::sync::atomic::Ordering;
 
 /// Journal entries deleted per staged change when a snapshot covers them.
 const PRUNE_CHUNK: usize = 16_384;
@@ -24,15 +23,12 @@ impl Store {
 		let inner = &self.inner;
 		let started = std::time::Instant::now();
 		let shown = inner.config.path.display().to_string();
-		let (copy, tag) = {
-			let counters = inner.writer.lock();
-			// The snapshot may only cover batches parity-db holds: after a crash the intent
-			// log redoes the others, and would add them a second time.
-			inner.writeback.drain()?;
-			let removals = inner.removals.load(Ordering::Acquire);
-			let tag = snapshot_tag(inner.db.raw(), &counters, removals, &shown)?;
-			(inner.membership.copy(), tag)
-		};
+		// The snapshot may only cover batches parity-db holds: after a crash the intent
+		// log redoes the others, and would add them a second time.
+		let (copy, tag) = inner.writes.at_rest(|counters, removals| {
+			let tag = snapshot_tag(inner.db.raw(), counters, removals, &shown)?;
+			Ok((inner.membership.copy(), tag))
+		})?;
 		let copied = started.elapsed();
 		let path = inner.config.path.join(SNAPSHOT_FILE);
 		copy.save(&path, &tag).map_err(|source| Error::Io {
@@ -41,24 +37,13 @@ impl Store {
 			source,
 		})?;
 		drop(copy);
-		let mut mark = inner.snapshot_mark.lock();
-		let trim_below = tag.removals / schema::REMOVAL_SEGMENT;
-		if trim_below > mark.trimmed_below {
-			// The removal log before this snapshot is not needed any more.
-			let ops = (mark.trimmed_below..trim_below)
+		// The removal log before this snapshot is not needed any more.
+		inner.snapshots.written(&tag, |segments| {
+			let ops = segments
 				.map(|segment| (schema::COL_META, schema::removal_segment_key(segment), None))
 				.collect();
-			let _counters = inner.writer.lock();
-			let _view = inner.view.write();
-			inner.db.stage(ops);
-		}
-		*mark = SnapshotMark {
-			next_id: tag.next_id,
-			removals: tag.removals,
-			at: std::time::Instant::now(),
-			trimmed_below: trim_below.max(mark.trimmed_below),
-		};
-		drop(mark);
+			inner.stage_covered(ops);
+		});
 		self.prune_journal(tag.next_id)?;
 		log::debug!(
 			target: "statement-store",
@@ -92,9 +77,7 @@ impl Store {
 			drop(iter);
 			let chunk = ops.len();
 			if chunk > 0 {
-				let _counters = inner.writer.lock();
-				let _view = inner.view.write();
-				inner.db.stage(ops);
+				inner.stage_covered(ops);
 			}
 			pruned += chunk as u64;
 			if chunk < PRUNE_CHUNK {
@@ -110,12 +93,12 @@ impl Store {
 	/// Whether enough changed since the newest membership snapshot to write another.
 	pub(crate) fn snapshot_due(&self) -> bool {
 		let inner = &self.inner;
-		let next_id = inner.writer.lock().next_id;
-		let removals = inner.removals.load(Ordering::Acquire);
-		let mark = inner.snapshot_mark.lock();
-		let changes = next_id.saturating_sub(mark.next_id) + removals.saturating_sub(mark.removals);
-		changes >= inner.config.snapshot_changes
-			|| (changes > 0 && mark.at.elapsed() >= inner.config.snapshot_period)
+		inner.snapshots.due(
+			inner.writes.counters().next_id,
+			inner.writes.removals(),
+			inner.config.snapshot_changes,
+			inner.config.snapshot_period,
+		)
 	}
 }
 
@@ -123,11 +106,11 @@ impl Inner {
 	/// Write the membership snapshot as the store closes, so that the next open reads it
 	/// instead of the journal; a failure only costs that next open a journal walk.
 	pub(crate) fn save_snapshot_at_close(&self) {
-		let counters = *self.writer.lock();
+		let counters = self.writes.counters();
 		let shown = self.config.path.display().to_string();
 		let path = self.config.path.join(SNAPSHOT_FILE);
 		let started = std::time::Instant::now();
-		let removals = self.removals.load(Ordering::Acquire);
+		let removals = self.writes.removals();
 		let saved = snapshot_tag(self.db.raw(), &counters, removals, &shown)
 			.map_err(|err| err.to_string())
 			.and_then(|tag| self.membership.save(&path, &tag).map_err(|err| err.to_string()));

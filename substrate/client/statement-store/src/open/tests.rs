@@ -5,6 +5,7 @@ use crate::allowance::MapAllowances;
 use crate::index::posting::encode_segment;
 use crate::index::schema::Id;
 use crate::open::fixtures::*;
+use crate::write::intent::IntentLog;
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
 
 /// The store at `path`, every account allowed far more than a test submits.
@@ -45,7 +46,7 @@ fn a_snapshot_prunes_the_journal_it_covers() {
 	// (tests/crash.rs crashes after a snapshot and catches up from the rest of the journal.)
 	drop(store);
 	let store = open();
-	assert!(store.inner.reopened_from_snapshot);
+	assert!(store.reopened_from_snapshot());
 	assert_eq!(answers(&store), expected);
 	assert_eq!(journal(&store).len(), 9, "a clean close prunes nothing");
 	for n in 0..40u8 {
@@ -315,7 +316,7 @@ fn an_intact_body_under_another_id_is_not_served_in_its_place() {
 	let statements: Vec<Statement> = (0..6u8).map(|n| signed(n, None)).collect();
 	stored(dir.path(), &statements);
 	let store = open_admitting(dir.path());
-	store.inner.writeback.checkpoint().unwrap();
+	store.inner.writes.checkpoint().unwrap();
 	let db = store.inner.db.raw();
 	let (a, b) = (body_key_of(db, &statements[1]), body_key_of(db, &statements[2]));
 	let value = db.get(schema::COL_BODY, &a).unwrap().unwrap();
@@ -415,7 +416,7 @@ fn a_snapshot_is_checked_against_statements_past_a_long_removed_run() {
 	}
 	drop(store);
 	let store = open();
-	assert!(store.inner.reopened_from_snapshot, "the snapshot agrees with the database");
+	assert!(store.reopened_from_snapshot(), "the snapshot agrees with the database");
 	drop(store);
 	// Every remaining id now holds another statement (its hash stored under the id), which
 	// the snapshot does not have: whichever of them is sampled shows the disagreement.
@@ -428,7 +429,7 @@ fn a_snapshot_is_checked_against_statements_past_a_long_removed_run() {
 	}
 	poke(dir.path(), ops);
 	let store = open();
-	assert!(!store.inner.reopened_from_snapshot, "the set was built from the bodies instead");
+	assert!(!store.reopened_from_snapshot(), "the set was built from the bodies instead");
 	for n in 180..200u8 {
 		assert!(store.has_statement(&signed(n + 20, None).hash()), "{n}");
 		assert!(!store.has_statement(&signed(n, None).hash()), "{n}");

@@ -45,7 +45,7 @@ impl Inner {
 	/// Stored ids in `(after, below)`, at most `limit`, in admission order. Takes the view
 	/// lock.
 	pub fn journal_page(&self, after: Id, below: Id, limit: usize) -> Result<Ids<Id>> {
-		let _view = self.view.read();
+		let _view = self.reads.view();
 		let entries = stored_ids(&*self.db, after.saturating_add(1), below, limit)?;
 		let scanned_to = entries.last().copied();
 		Ok(Ids { entries, scanned_to })
@@ -77,7 +77,7 @@ impl Inner {
 			TopicFilter::MatchAll(topics) | TopicFilter::MatchAny(topics) => Some(topics),
 		};
 		let Some(topics) = topics else { return self.journal_page(after, below, limit) };
-		let _view = self.view.read();
+		let _view = self.reads.view();
 		let mut lists = Vec::with_capacity(topics.len());
 		for topic in topics {
 			lists.push(self.posting_list(PostingKey::Topic(topic.0))?);
@@ -175,7 +175,7 @@ impl Store {
 	/// and watches it matches (this waits for the matcher thread), so a watch drained after
 	/// this call has delivered all of them.
 	pub fn admission_watermark(&self) -> Id {
-		let watermark = self.inner.writer.lock().next_id - 1;
+		let watermark = self.inner.writes.counters().next_id - 1;
 		self.inner.subscriptions.flush();
 		watermark
 	}

@@ -10,7 +10,7 @@ use crate::{
 	index::schema::{self, Id, PostingKey, Record, StoredBody},
 	read::paging::PAGE_IDS,
 	read::read_ahead::{Fetched, HASH_GROUP, READ_AHEAD_FROM, READ_AHEAD_WINDOW},
-	store::{Inner, StatementsPage, Store, MAX_QUARANTINED},
+	store::{Inner, StatementsPage, Store},
 };
 use statement_primitives::{
 	check_match_all, hash_encoded_each, DecryptionKey, Fields, Hash, Statement, Topic,
@@ -35,12 +35,12 @@ impl Store {
 		if keys.is_empty() {
 			keys.push(PostingKey::All);
 		}
-		let mut ids = self.inner.cache.with_lists(
+		let mut ids = self.inner.reads.cache.with_lists(
 			&keys,
 			|key| self.inner.list_from_disk(key),
 			|lists| intersect(&mut lists.iter().map(|list| list.ids()).collect::<Vec<_>>()),
 		)?;
-		if key.is_none() && !ids.is_empty() && self.inner.keyed.load(Ordering::Relaxed) {
+		if key.is_none() && !ids.is_empty() && self.inner.reads.keyed.load(Ordering::Relaxed) {
 			let keyed = self.inner.posting_list(PostingKey::Keyed)?;
 			if !keyed.is_empty() {
 				ids.retain(|id| keyed.ids().binary_search(id).is_err());
@@ -61,14 +61,14 @@ impl Store {
 		mut map: impl FnMut(&[u8], &Fields<'_>) -> Option<T>,
 	) -> Result<Vec<T>> {
 		crate::error::catch_db_panic(|| {
-			let _view = self.inner.view.read();
+			let _view = self.inner.reads.view();
 			let ids = self.match_all(key, topics)?;
 			let mut out = Vec::with_capacity(ids.len());
 			// An answer larger than the cache would evict its own first bodies before the
 			// next call asks for them again, and every call would read every body from disk:
 			// one call keeps at most half the cache, so a repeated large answer finds that
 			// half still cached.
-			let mut keep = self.inner.bodies.budget() / 2;
+			let mut keep = self.inner.reads.bodies.budget() / 2;
 			let mut answer = |id: Id, body: Option<Fetched>| {
 				let body = match body {
 					None => return,
@@ -116,7 +116,7 @@ impl Store {
 
 	/// The stored statement with this hash, its body checked against the hash.
 	pub(crate) fn stored_statement(&self, hash: &Hash) -> Result<Option<Statement>> {
-		let _view = self.inner.view.read();
+		let _view = self.inner.reads.view();
 		// Not kept in the body cache: nothing in the node looks statements up by hash, and
 		// keeping each one evicted another (a third of a lookup's time at 200k statements).
 		let Some((_, body)) = self.inner.find(hash)? else { return Ok(None) };
@@ -164,7 +164,7 @@ impl Inner {
 	/// The posting list for `key`, from the cache or read from disk and cached. The caller
 	/// holds the view lock (shared), so a list read from disk is current when cached.
 	pub fn posting_list(&self, key: PostingKey) -> Result<Arc<PostingList>> {
-		self.cache.get_or_load(key, |key| self.list_from_disk(key))
+		self.reads.cache.get_or_load(key, |key| self.list_from_disk(key))
 	}
 
 	/// The ids of `key`'s list, read from disk: its segments in order, the staged batches'
@@ -182,7 +182,7 @@ impl Inner {
 		let weight = crate::read::bodies::BodyCache::weight(&body);
 		if weight <= *keep {
 			*keep -= weight;
-			self.bodies.insert(id, body.clone(), hash);
+			self.reads.bodies.insert(id, body.clone(), hash);
 		}
 		body
 	}
@@ -198,7 +198,7 @@ impl Inner {
 	/// finds all damage, `repair` rebuilds the indexes without it.
 	pub fn find(&self, hash: &Hash) -> Result<Option<(Id, Fetched)>> {
 		for id in self.membership.ids(hash).iter() {
-			if let Some(body) = self.bodies.get_hashed(id, hash) {
+			if let Some(body) = self.reads.bodies.get_hashed(id, hash) {
 				return Ok(Some((id, Fetched::Cached(body))));
 			}
 			let Some(value) = self.db.get(schema::COL_BODY, &schema::body_key(id))? else {
@@ -283,11 +283,9 @@ impl Inner {
 
 	/// Leave statement `id` out of answers from now on; log it the first time.
 	pub(crate) fn quarantine(&self, id: Id, problem: &str) {
-		let mut quarantined = self.quarantined.lock();
-		if quarantined.len() >= MAX_QUARANTINED {
-			self.metrics.add_corrupt();
-		} else if quarantined.insert(id) {
-			self.metrics.add_corrupt();
+		let Some(news) = self.reads.quarantine(id) else { return };
+		self.metrics.add_corrupt();
+		if news {
 			log::error!(
 				target: "statement-store",
 				"{}: statement {id} {problem}; it is left out of answers. Run `statement-node \
@@ -327,7 +325,7 @@ impl Inner {
 	/// membership set (see [`Inner::bodies_from_disk`]). Neither blake2 nor the hash column
 	/// is needed. `None` if it is not stored or is quarantined (see [`Inner::record`]).
 	pub fn record_by_id(&self, id: Id) -> Result<Option<(Hash, Record)>> {
-		if let Some((body, hash)) = self.bodies.get_with_hash(id) {
+		if let Some((body, hash)) = self.reads.bodies.get_with_hash(id) {
 			return Ok(self.record_of_body(id, &body).map(|record| (hash, record)));
 		}
 		let Some(found) = self.bodies_from_disk(&[id])?.pop().flatten() else { return Ok(None) };

@@ -57,7 +57,7 @@ impl Inner {
 	/// of them are in memory at once: callers pass a few at a time.
 	pub fn fetch_bodies(&self, ids: &[Id]) -> Result<Vec<Option<Fetched>>> {
 		let mut fetched: Vec<Option<Fetched>> =
-			ids.iter().map(|&id| self.bodies.get(id).map(Fetched::Cached)).collect();
+			ids.iter().map(|&id| self.reads.bodies.get(id).map(Fetched::Cached)).collect();
 		let uncached: Vec<usize> = (0..ids.len()).filter(|&at| fetched[at].is_none()).collect();
 		if uncached.is_empty() {
 			return Ok(fetched);

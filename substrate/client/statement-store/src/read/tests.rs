@@ -72,7 +72,7 @@ fn a_large_answer_read_ahead_keeps_admission_order_and_skips_removals() {
 	// From disk, then with part of the answer in the body cache.
 	store.clear_cache();
 	assert!(store.broadcasts(&[]).unwrap() == expected, "the answer is out of order");
-	assert!(store.inner.bodies.used_bytes() > 0, "the bodies read were offered to the cache");
+	assert!(store.inner.reads.bodies.used_bytes() > 0, "the bodies read were offered to the cache");
 	assert!(store.broadcasts(&[]).unwrap() == expected, "the answer is out of order");
 }
 

@@ -18,7 +18,7 @@ impl Store {
 	/// Every statement committed from now on, with a queue of at most `queue_bytes`, and no
 	/// replay: what gossip propagates.
 	pub fn watch_admissions(&self, queue_bytes: usize) -> Subscription {
-		let _view = self.inner.view.read();
+		let _view = self.inner.reads.view();
 		let (id, queue) = self.inner.subscriptions.add_unbudgeted(TopicFilter::Any, queue_bytes);
 		Subscription {
 			store: self.clone(),
@@ -47,7 +47,7 @@ impl Store {
 		if let TopicFilter::MatchAll(topics) = &filter {
 			check_match_all(topics)?;
 		}
-		let _view = self.inner.view.read();
+		let _view = self.inner.reads.view();
 		// Every stored statement has a lower id, every later one a higher id.
 		let below = crate::index::lists::last_stored_id(&*self.inner.db)?.map_or(1, |id| id + 1);
 		let total = match &filter {

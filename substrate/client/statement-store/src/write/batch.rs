@@ -10,7 +10,7 @@ use crate::{
 	index::posting::{decode_pairs, encode_pairs, encode_segment},
 	index::schema::{self, Counters, Id, PostingKey, Record, Usage},
 	store::Inner,
-	write::intent::Step,
+	write::intent::{Intent, Step},
 };
 use codec::Encode;
 use parity_db::ColId;
@@ -30,7 +30,7 @@ impl Inner {
 	/// Returns what `build` returns; on error nothing of the batch is visible or durable.
 	pub fn write<T>(&self, build: impl FnOnce(&mut Batch<'_>) -> Result<T>) -> Result<T> {
 		let asked = Instant::now();
-		let mut counters = self.writer.lock();
+		let mut counters = self.writes.counters.lock();
 		let got = Instant::now();
 		let mut batch = Batch::new(self, *counters);
 		let out = build(&mut batch)?;
@@ -51,105 +51,47 @@ impl Inner {
 		Ok(out)
 	}
 
+	/// Redo the intent-log batches the database does not hold yet (after a crash), in order,
+	/// and make parity-db hold them durably before the store is used. `tolerant` (after a
+	/// gap the operator chose to skip) lets a step that no longer applies pass.
+	pub(crate) fn redo(
+		&self,
+		intents: Vec<Intent>,
+		held: u64,
+		tolerant: bool,
+		path: &str,
+	) -> Result<()> {
+		let pending: Vec<_> = intents.into_iter().filter(|(seq, _)| *seq > held).collect();
+		if pending.is_empty() {
+			return Ok(());
+		}
+		log::info!(
+			target: "statement-store",
+			"{path}: redoing {} changes from the intent log that the database lacks",
+			pending.len()
+		);
+		let mut counters = self.writes.counters.lock();
+		for (seq, steps) in pending {
+			let batch = Batch::new(self, *counters).redo(steps, tolerant)?;
+			*counters = batch.commit_replayed(seq)?;
+		}
+		drop(counters);
+		// The old intent files go next: make parity-db hold the batches durably.
+		self.writes.checkpoint()
+	}
+
+	/// Stage `ops`, which delete what a membership snapshot now covers (removal-log
+	/// segments, journal entries), under the writer lock and with readers held off. No
+	/// intent record is needed: after a crash they are deleted again.
+	pub(crate) fn stage_covered(&self, ops: Vec<(ColId, Vec<u8>, Option<Vec<u8>>)>) {
+		let _counters = self.writes.counters.lock();
+		let _view = self.reads.publish();
+		self.db.stage(ops);
+	}
+
 	/// When a ban placed now ends (unix seconds).
 	pub fn ban_until(&self) -> u64 {
 		self.config.clock.now() + self.config.ban_period.as_secs()
-	}
-
-	/// `account`'s statements, lowest expiry (lowest priority) first: the order in which
-	/// eviction takes them.
-	pub fn by_priority(&self, account: &AccountId) -> Result<AccountWalk<'_>> {
-		let prefix = schema::account_lists(account);
-		let mut iter = self.db.iter(schema::COL_POSTING)?;
-		iter.seek(&prefix)?;
-		Ok(AccountWalk {
-			inner: self,
-			iter,
-			account: *account,
-			prefix,
-			ahead: None,
-			second: Vec::new(),
-			tied: Vec::new(),
-		})
-	}
-}
-
-/// An account's statements in priority order (see [`Inner::by_priority`]).
-pub struct AccountWalk<'a> {
-	inner: &'a Inner,
-	iter: parity_db::BTreeIterator<'a>,
-	account: AccountId,
-	prefix: Vec<u8>,
-	/// A list read past the end of the second being walked.
-	ahead: Option<(Vec<u8>, Vec<u8>)>,
-	/// What is left of the second being walked, as (expiry, id), highest first.
-	second: Vec<(u64, Id)>,
-	/// Statements of one expiry, read and ordered by hash, highest first: the next ones.
-	tied: Vec<(u64, Hash, Record)>,
-}
-
-impl AccountWalk<'_> {
-	/// The next statement: its expiry, hash and record; statements of one expiry in hash order,
-	/// as the reference evicts them. A quarantined statement (its body damaged, see
-	/// [`Inner::record`]) is stepped over.
-	pub fn next(&mut self) -> Result<Option<(u64, Hash, Record)>> {
-		loop {
-			if let Some(next) = self.tied.pop() {
-				return Ok(Some(next));
-			}
-			let Some(&(expiry, _)) = self.second.last() else {
-				if self.next_second()? {
-					continue;
-				}
-				return Ok(None);
-			};
-			// Every statement of this expiry (the list is sorted, so they are at its end).
-			let tied = self.second.iter().rev().take_while(|(other, _)| *other == expiry).count();
-			let start = self.second.len() - tied;
-			for (expiry, id) in self.second.split_off(start) {
-				match self.inner.record_by_id(id)? {
-					Some((hash, record)) if record.account == self.account => {
-						self.tied.push((expiry, hash, record))
-					}
-					// Damaged, or (a damaged list) another account's: `check-db` names it.
-					_ => continue,
-				}
-			}
-			// Popped from the back: lowest hash last.
-			self.tied.sort_unstable_by_key(|tied| std::cmp::Reverse(tied.1));
-		}
-	}
-
-	/// Read every list of the account's next expiry second; false past its last.
-	fn next_second(&mut self) -> Result<bool> {
-		let Some((key, value)) =
-			self.ahead.take().map_or_else(|| self.iter.next(), |kv| Ok(Some(kv)))?
-		else {
-			return Ok(false);
-		};
-		if !key.starts_with(&self.prefix) {
-			return Ok(false);
-		}
-		if key.len() != schema::ACCOUNT_LIST_KEY {
-			return Err(bad(schema::COL_POSTING, "account list key"));
-		}
-		let group = key[..schema::ACCOUNT_LIST_KEY - 8].to_vec();
-		let second = schema::be_u64(&group, 1 + 32).unwrap_or_default();
-		let mut pairs = Vec::new();
-		decode_pairs(&value, &mut pairs).ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
-		while let Some((key, value)) = self.iter.next()? {
-			if !key.starts_with(&group) {
-				self.ahead = Some((key, value));
-				break;
-			}
-			decode_pairs(&value, &mut pairs)
-				.ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
-		}
-		self.second =
-			pairs.into_iter().map(|(id, low)| ((second << 32) | u64::from(low), id)).collect();
-		// Popped from the back: lowest expiry (then lowest id) last.
-		self.second.sort_unstable_by(|a, b| b.cmp(a));
-		Ok(true)
 	}
 }
 
@@ -283,7 +225,7 @@ impl<'a> Batch<'a> {
 	/// Refuse `hash` from the network until `until` (unix seconds).
 	fn ban(&mut self, hash: &Hash, until: u64) {
 		// Set before the ban is staged: the flag may be early, never late.
-		self.inner.banned.store(true, std::sync::atomic::Ordering::Release);
+		self.inner.writes.banned.store(true, std::sync::atomic::Ordering::Release);
 		self.ops.push((schema::COL_BAN, hash.to_vec(), Some(until.to_le_bytes().to_vec())));
 		self.ops.push((
 			schema::COL_BAN_ORDER,
@@ -422,7 +364,7 @@ impl<'a> Batch<'a> {
 		if self.removed.is_empty() {
 			return Ok(None);
 		}
-		let mut position = self.inner.removals.load(std::sync::atomic::Ordering::Acquire);
+		let mut position = self.inner.writes.removals.load(std::sync::atomic::Ordering::Acquire);
 		let mut open: Option<(u64, Vec<u8>)> = None;
 		for (hash, id) in &self.removed {
 			let segment = position / schema::REMOVAL_SEGMENT;
@@ -472,49 +414,44 @@ impl<'a> Batch<'a> {
 			Some(self.counters.encode()),
 		));
 		let removals = self.log_removals()?;
-		let seq = replayed.unwrap_or_else(|| inner.intent.next_seq());
+		let seq = replayed.unwrap_or_else(|| inner.writes.intent.next_seq());
 		self.ops.push((schema::COL_META, schema::KEY_INTENT.to_vec(), Some(seq.encode())));
 		if replayed.is_none() {
 			// Durable before visible: if the append fails, nothing of the batch was staged
 			// or published, and its ids and sequence number are given out again.
-			inner.intent.append(seq, &self.steps)?;
+			inner.writes.intent.append(seq, &self.steps)?;
 			let bytes: usize = self
 				.ops
 				.iter()
 				.map(|(_, key, value)| key.len() + value.as_ref().map_or(0, Vec::len))
 				.sum();
-			inner.disk.spend(3 * bytes as u64);
+			inner.writes.disk.spend(3 * bytes as u64);
 		}
 
-		let view = inner.view.write();
+		let publish = inner.reads.publish();
 		inner.db.stage(self.ops);
-		inner.writeback.staged(seq);
+		inner.writes.writeback.staged(seq);
 		if let Some(removals) = removals {
-			inner.removals.store(removals, std::sync::atomic::Ordering::Release);
+			inner.writes.removals.store(removals, std::sync::atomic::Ordering::Release);
 		}
-		if !self.postings.is_empty() {
-			inner.cache.changed();
-		}
-		for (key, id, add) in &self.postings {
-			inner.cache.update(key, |list| if *add { list.insert(*id) } else { list.remove(*id) });
-		}
+		publish.lists(&self.postings);
 		if self.added.iter().any(|(_, record, _)| record.decryption_key.is_some()) {
-			inner.keyed.store(true, std::sync::atomic::Ordering::Relaxed);
+			publish.keyed();
 		}
 		for (hash, id) in &self.removed {
 			inner.membership.remove(hash, *id);
-			inner.bodies.remove(*id);
+			publish.removed(*id);
 		}
 		for (hash, record, _) in &self.added {
 			inner.membership.insert(hash, record.id);
 		}
 		inner.subscriptions.notify(self.added);
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
-		drop(view);
+		drop(publish);
 		if replayed.is_none() {
 			// The batch is durable and published: a failed hand-over here must not fail it
 			// (the caller would give its ids out again). The background threads retry.
-			if let Err(err) = inner.writeback.relieve() {
+			if let Err(err) = inner.writes.writeback.relieve() {
 				log::warn!(target: "statement-store", "handing changes to the database failed: {err}");
 			}
 		}
@@ -553,7 +490,7 @@ mod tests {
 		let dir = tempfile::tempdir().unwrap();
 		let store = open(dir.path());
 		assert_eq!(store.submit(signed(0), StatementSource::Local), SubmitResult::New);
-		store.inner.intent.fail_appends.store(5, Ordering::Release);
+		store.inner.writes.intent.fail_appends.store(5, Ordering::Release);
 		for n in 1..=5 {
 			match store.submit(signed(n), StatementSource::Local) {
 				SubmitResult::InternalError(err) => {
@@ -570,7 +507,7 @@ mod tests {
 			assert!(found(&store, n).is_empty(), "statement {n} must not answer with 6's data");
 		}
 		// Nothing of the failed ones reached parity-db either, so no crash can bring them back.
-		store.inner.writeback.checkpoint().unwrap();
+		store.inner.writes.checkpoint().unwrap();
 		for n in 1..=5 {
 			let hash = signed(n).hash();
 			assert_eq!(

@@ -104,7 +104,7 @@ pub struct IntentLog {
 	last_appended: AtomicU64,
 	/// Appends that fail on purpose, for the tests of what a failed write leaves behind.
 	#[cfg(test)]
-	pub fail_appends: std::sync::atomic::AtomicUsize,
+	pub(super) fail_appends: std::sync::atomic::AtomicUsize,
 }
 
 fn intent_path(dir: &Path, first_seq: u64) -> PathBuf {

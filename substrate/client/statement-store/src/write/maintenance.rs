@@ -155,7 +155,7 @@ impl Store {
 			counters.count > config.max_total_statements
 				|| counters.total_size > config.max_total_size
 		};
-		let before = *inner.writer.lock();
+		let before = inner.writes.counters();
 		if !over(&before) {
 			return Ok(0);
 		}
@@ -242,7 +242,7 @@ impl Store {
 	/// lowest-expiry statements until they fit. Returns (checked, evicted, reached the end).
 	fn allowance_slice(&self) -> Result<(usize, usize, bool)> {
 		let inner = &self.inner;
-		let mut cursor = inner.allowance_cursor.lock();
+		let mut cursor = inner.writes.allowance_cursor.lock();
 		inner.write(|batch| {
 			// Accounts as parity-db has them (one first seen since the call began is checked
 			// next round); each account's usage as the staged batches left it.
@@ -267,7 +267,7 @@ impl Store {
 					None => value,
 				};
 				let usage: Usage = schema::decode_value(schema::COL_USAGE, &value)?;
-				let allowance = inner.allowances.allowance(&account)?.unwrap_or_default();
+				let allowance = inner.writes.allowances.allowance(&account)?.unwrap_or_default();
 				let (mut count, mut size) = (u64::from(usage.count), usage.data_size);
 				let over = |count: u64, size: u64| {
 					count > u64::from(allowance.max_count) || size > u64::from(allowance.max_size)

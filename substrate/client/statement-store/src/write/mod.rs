@@ -2,11 +2,151 @@
 //! durable (`batch`, `intent`), staged in memory in front of parity-db (`staging`), and moved
 //! into parity-db by background threads (`writeback`). `maintenance` removes what expired or
 //! no longer fits; `disk` refuses writes while free space is low.
+//!
+//! [`Writes`] is the state this part owns. Other parts see it only through its methods:
+//! the counters as they stand, the removal log's position, a checkpoint, free space.
 
 pub(crate) mod batch;
 pub(crate) mod disk;
 pub(crate) mod intent;
 pub(crate) mod maintenance;
+pub(crate) mod priority;
 pub(crate) mod staging;
 pub(crate) mod submit;
 pub(crate) mod writeback;
+
+use crate::{
+	allowance::AllowanceProvider,
+	error::{Error, Result},
+	index::schema::Counters,
+};
+use disk::DiskGuard;
+use intent::IntentLog;
+use parking_lot::Mutex;
+use staging::Database;
+use statement_primitives::AccountId;
+use std::sync::{
+	atomic::{AtomicBool, AtomicU64, Ordering},
+	Arc,
+};
+use writeback::{Writeback, WritebackThreads};
+
+/// How often the writeback drains staged batches into parity-db's log (checkpoints, which
+/// apply that log to the tables, run at their own pace: see `writeback`).
+const DRAIN_PERIOD: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// What the write path keeps between writes.
+pub(crate) struct Writes {
+	/// Stopped first when the store closes, so that the last checkpoint runs alone.
+	threads: WritebackThreads,
+	/// The redo log every acknowledged batch is appended to (see `intent`).
+	intent: Arc<IntentLog>,
+	/// Moves staged batches into parity-db (see `writeback`).
+	writeback: Arc<Writeback>,
+	/// Free disk space, measured by the drain thread; submits are refused while it is low.
+	disk: Arc<DiskGuard>,
+	/// Serialises writers and holds the counters they start from.
+	counters: Mutex<Counters>,
+	/// Where allowances come from (chain state, or a fixed map).
+	allowances: Arc<dyn AllowanceProvider>,
+	/// Whether the store may hold a ban; when not, submits skip looking one up. Set at open
+	/// if the ban order is not empty and by every ban; never cleared while open.
+	banned: AtomicBool,
+	/// Where the next allowance re-check slice starts.
+	allowance_cursor: Mutex<Option<AccountId>>,
+	/// Position of the removal log (see [`crate::index::schema::removal_segment_key`]).
+	/// Changed by batches, under the writer lock.
+	removals: AtomicU64,
+}
+
+/// What opening found that the write path starts from.
+pub(crate) struct Start {
+	/// The counters parity-db holds.
+	pub counters: Counters,
+	/// The sequence number the next intent record takes.
+	pub next_seq: u64,
+	/// Whether the ban order is not empty.
+	pub banned: bool,
+	/// The removal log's position.
+	pub removals: u64,
+}
+
+impl Writes {
+	/// Open a new intent file and start the background threads that move staged batches
+	/// into `db`.
+	pub fn start(
+		db: &Arc<Database>,
+		config: &crate::config::Config,
+		allowances: Arc<dyn AllowanceProvider>,
+		start: Start,
+	) -> Result<Writes> {
+		let intent = Arc::new(IntentLog::create(&config.path, config.sync_wal, start.next_seq)?);
+		let writeback = Arc::new(Writeback::new(db.clone(), intent.clone(), config));
+		let disk = Arc::new(DiskGuard::new(config.path.clone(), config.min_free_bytes));
+		let threads = WritebackThreads::start(writeback.clone(), disk.clone(), DRAIN_PERIOD)
+			.map_err(|err| Error::Config(format!("cannot start the log thread: {err}")))?;
+		Ok(Writes {
+			threads,
+			intent,
+			writeback,
+			disk,
+			counters: Mutex::new(start.counters),
+			allowances,
+			banned: AtomicBool::new(start.banned),
+			allowance_cursor: Mutex::new(None),
+			removals: AtomicU64::new(start.removals),
+		})
+	}
+
+	/// The counters as the last write left them (waits for a write under way).
+	pub fn counters(&self) -> Counters {
+		*self.counters.lock()
+	}
+
+	/// The removal log's position.
+	pub fn removals(&self) -> u64 {
+		self.removals.load(Ordering::Acquire)
+	}
+
+	/// Hold writers off, make parity-db hold every staged batch (in its log, see
+	/// [`Writeback::drain`]) and call `at_rest` with the counters and the removal log's
+	/// position that parity-db now matches.
+	pub fn at_rest<T>(&self, at_rest: impl FnOnce(&Counters, u64) -> Result<T>) -> Result<T> {
+		let counters = self.counters.lock();
+		self.writeback.drain()?;
+		at_rest(&counters, self.removals())
+	}
+
+	/// Apply everything acknowledged so far to parity-db's tables (see
+	/// [`Writeback::checkpoint`]).
+	pub fn checkpoint(&self) -> Result<()> {
+		self.writeback.checkpoint()
+	}
+
+	/// Bytes acknowledged and not yet in parity-db's tables.
+	pub fn pending_bytes(&self) -> u64 {
+		self.writeback.pending_bytes()
+	}
+
+	/// Free disk space as last measured, and whether it is below the floor.
+	pub fn disk_state(&self) -> (u64, bool) {
+		self.disk.state()
+	}
+
+	/// The intent file new batches are appended to.
+	pub fn intent_path(&self) -> std::path::PathBuf {
+		self.intent.current_path()
+	}
+
+	/// Stop the background threads and apply the last changes to parity-db's tables; then
+	/// the intent files are not needed. Called once, as the store closes.
+	pub fn close(&mut self) {
+		self.threads.stop();
+		if let Err(err) = self.writeback.checkpoint() {
+			log::warn!(target: "statement-store", "writing the last commits failed: {err}");
+		} else {
+			// parity-db now holds everything appended: the intent files are not needed.
+			self.intent.release_all();
+		}
+	}
+}

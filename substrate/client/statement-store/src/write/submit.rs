@@ -58,7 +58,7 @@ impl Store {
 
 	fn try_submit(&self, statement: Statement, source: StatementSource) -> Result<SubmitResult> {
 		let inner = &self.inner;
-		if let Some(full) = inner.disk.refusal() {
+		if let Some(full) = inner.writes.disk.refusal() {
 			return Ok(SubmitResult::InternalError(full.into()));
 		}
 		let encoding = statement.encode();
@@ -88,7 +88,7 @@ impl Store {
 				return Ok(SubmitResult::Invalid(InvalidReason::NoProof))
 			}
 		};
-		let allowance = match inner.allowances.allowance(&account)? {
+		let allowance = match inner.writes.allowances.allowance(&account)? {
 			Some(allowance) if !allowance.is_depleted() => allowance,
 			_ => return Ok(SubmitResult::Rejected(RejectionReason::NoAllowance)),
 		};
@@ -215,7 +215,7 @@ impl Store {
 
 	/// When the ban on `hash` ends, if it is banned.
 	pub(crate) fn ban_of(&self, hash: &Hash) -> Result<Option<u64>> {
-		if !self.inner.banned.load(std::sync::atomic::Ordering::Acquire) {
+		if !self.inner.writes.banned.load(std::sync::atomic::Ordering::Acquire) {
 			return Ok(None);
 		}
 		let Some(value) = self.inner.db.get(schema::COL_BAN, hash)? else { return Ok(None) };

@@ -50,12 +50,12 @@ fn checkpoints_keep_up_with_writes_that_run_while_they_apply() {
 		let (store, writing) = (store.clone(), writing.clone());
 		std::thread::spawn(move || {
 			while writing.load(Ordering::Relaxed) {
-				store.inner.writeback.drain().unwrap();
+				store.inner.writes.writeback.drain().unwrap();
 			}
 		})
 	};
 	for _ in 0..60 {
-		store.inner.writeback.checkpoint().unwrap();
+		store.inner.writes.writeback.checkpoint().unwrap();
 	}
 	writing.store(false, Ordering::Relaxed);
 	let submitted = submitter.join().unwrap();
@@ -66,8 +66,8 @@ fn checkpoints_keep_up_with_writes_that_run_while_they_apply() {
 	// kept: a crash would replay them all (parity-db keeps 16 by default).
 	let files = log_files(dir.path());
 	assert!(files <= 3, "{files} log files after 60 checkpoints");
-	store.inner.writeback.checkpoint().unwrap();
-	assert_eq!(store.inner.writeback.pending_bytes(), 0);
+	store.inner.writes.writeback.checkpoint().unwrap();
+	assert_eq!(store.inner.writes.writeback.pending_bytes(), 0);
 	assert_eq!(store.len(), submitted);
 }
 
