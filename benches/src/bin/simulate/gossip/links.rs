@@ -1,6 +1,6 @@
 //! Streams and discovery: sends over links, opening and closing streams, random walks.
 
-use super::{time, Ev, Sim, SECOND};
+use super::{time, Ev, Payload, Sim, SECOND};
 use codec::{Compact, Decode};
 use statement_network::{
 	core::{Event, SendOutcome},
@@ -9,14 +9,6 @@ use statement_network::{
 	SEND_TIMEOUT,
 };
 use statement_primitives::StatementsPage;
-
-/// A notification on its way. Tens of thousands of links each carry a tenth of a second of
-/// statements, gigabytes in all: a notification of this run's statements travels as their
-/// indices and is rebuilt byte for byte on arrival; anything else travels as it is.
-pub(super) enum Payload {
-	Statements(Vec<u32>),
-	Bytes(Vec<u8>),
-}
 
 /// Peers a random walk finds, Kademlia's bucket size.
 pub(super) const WALK_FINDS: usize = 20;

@@ -27,6 +27,7 @@
 //! - **Churn**: during the load, nodes leave at random (never the boot nodes) and as many fresh
 //!   ones join, empty, and catch up by initial sync.
 
+mod churn;
 mod links;
 mod measure;
 mod node;
@@ -184,7 +185,7 @@ enum Ev {
 	Arrive {
 		to: u32,
 		from: u32,
-		payload: links::Payload,
+		payload: Payload,
 	},
 	Sent {
 		node: u32,
@@ -210,6 +211,15 @@ enum Ev {
 	},
 	Publish(u32),
 	Churn,
+}
+
+/// A notification on its way. Tens of thousands of links each carry a tenth of a second of
+/// statements, gigabytes in all: a notification of this run's statements travels as their
+/// indices and is rebuilt byte for byte on arrival (see `links`); anything else travels as it
+/// is.
+enum Payload {
+	Statements(Vec<u32>),
+	Bytes(Vec<u8>),
 }
 
 struct Scheduled {
@@ -247,7 +257,7 @@ pub struct Sim {
 	kad: BTreeMap<u64, u32>,
 	/// Topic popularity, for the load and for light nodes' topics.
 	zipf: Zipf,
-	/// Every statement's encoding length and where its index lies in it (see `links::Payload`).
+	/// Every statement's encoding length and where its index lies in it (see [`Payload`]).
 	layout: Option<(usize, usize)>,
 	/// When each shared core comes free (empty: a processor per node).
 	cores: Vec<u64>,
