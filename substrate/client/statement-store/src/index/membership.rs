@@ -89,7 +89,8 @@ impl Snapshots {
 	}
 
 	/// Whether, with the journal at `next_id` and the removal log at `removals`, `changes`
-	/// changes or `period` have passed since the newest snapshot (at least one change).
+	/// changes have been made since the newest snapshot, or `period` has passed with at
+	/// least one.
 	pub fn due(&self, next_id: Id, removals: u64, changes: u64, period: Duration) -> bool {
 		let mark = self.mark.lock();
 		let changed = next_id.saturating_sub(mark.next_id) + removals.saturating_sub(mark.removals);

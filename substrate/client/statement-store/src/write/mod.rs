@@ -1,7 +1,8 @@
 //! The write path: a submit is checked (`submit`), planned into one atomic change and made
 //! durable (`batch`, `intent`), staged in memory in front of parity-db (`staging`), and moved
 //! into parity-db by background threads (`writeback`). `maintenance` removes what expired or
-//! no longer fits; `disk` refuses writes while free space is low.
+//! no longer fits, taking an account's statements in eviction order (`priority`); `disk`
+//! refuses writes while free space is low. Opening redoes the intent log through `batch`.
 //!
 //! [`Writes`] is the state this part owns. Other parts see it only through its methods:
 //! the counters as they stand, the removal log's position, a checkpoint, free space.
