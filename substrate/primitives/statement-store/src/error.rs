@@ -62,9 +62,21 @@ pub enum Error {
 		/// Limit for this kind of filter.
 		max: usize,
 	},
-	/// The store's database failed.
+	/// The store's database failed in a way not classified below; the call may succeed if
+	/// made again.
 	#[error("database error: {0}")]
 	Db(String),
+	/// The disk holding the store is (nearly) full: writes are refused until space is freed,
+	/// reads go on. Made again later, the call may succeed. Serialized as upstream's
+	/// `Storage` (inside a submission's `internalError`), so upstream's types read it.
+	#[error("{0}")]
+	#[serde(rename = "Storage", skip_deserializing)]
+	DiskFull(String),
+	/// The store's files are damaged: made again, the call fails again until the operator
+	/// checks and repairs the database. Serialized as upstream's `Db`.
+	#[error("{0}")]
+	#[serde(rename = "Db", skip_deserializing)]
+	Damaged(String),
 	/// Reading chain state failed.
 	#[error("storage error: {0}")]
 	Storage(String),
@@ -115,3 +127,19 @@ pub enum Error {
 
 /// Result with the crate's [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+	use super::Error;
+
+	#[test]
+	fn a_full_disk_and_damage_keep_upstreams_json_inside_an_internal_error() {
+		let full = serde_json::to_value(Error::DiskFull("full".into())).unwrap();
+		assert_eq!(full, serde_json::json!({"Storage": "full"}));
+		let damaged = serde_json::to_value(Error::Damaged("bad".into())).unwrap();
+		assert_eq!(damaged, serde_json::json!({"Db": "bad"}));
+		// Read back, they are upstream's kinds.
+		let back: Error = serde_json::from_value(full).unwrap();
+		assert_eq!(back, Error::Storage("full".into()));
+	}
+}

@@ -11,7 +11,7 @@
 //! limits and their chain-state key; `filter` the topic filters of subscriptions; `submit`
 //! the outcomes of a submission; `store` and `subscription` the trait a store implements and
 //! RPC and gossip call; [`ecies`] encrypts a posted statement's data to its recipient's
-//! ed25519 key, as upstream does; `error` the one error type; `testing` (feature `testing`)
+//! ed25519 key, as upstream does; `error` the one error type; [`dev`] the well-known development accounts; `testing` (feature `testing`)
 //! builds statements and keys for tests.
 //!
 //! ```
@@ -64,6 +64,7 @@
 #![warn(missing_docs)]
 
 mod allowance;
+pub mod dev;
 pub mod ecies;
 mod error;
 mod filter;

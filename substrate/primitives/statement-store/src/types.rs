@@ -35,6 +35,14 @@ pub const MAX_ANY_TOPICS: usize = 128;
 /// Largest encoding a statement may have: 1 MiB - 1.
 pub const MAX_STATEMENT_SIZE: usize = 1024 * 1024 - 1;
 
+impl Topic {
+	/// The topic a name stands for: blake2-256 of its UTF-8 bytes. `statement-node sign
+	/// --topic <text>` names topics this way, and so do the tests.
+	pub fn from_name(name: &str) -> Topic {
+		Topic(sp_crypto_hashing::blake2_256(name.as_bytes()))
+	}
+}
+
 impl From<[u8; 32]> for Topic {
 	fn from(bytes: [u8; 32]) -> Self {
 		Topic(bytes)

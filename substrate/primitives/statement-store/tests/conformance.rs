@@ -1,7 +1,7 @@
 //! Wire-format conformance against vectors made by upstream `sp-statement-store` 29.
 //!
-//! Reads `tests/vectors/statements.json` (the upstream-made vectors of `shared/conformance/`, copied
-//! into the repository), or the file named by `STATEMENT_VECTORS`.
+//! Reads `tests/vectors/statements.json` (vectors the upstream crate made, kept in the
+//! repository), or the file named by `STATEMENT_VECTORS`.
 
 mod common;
 

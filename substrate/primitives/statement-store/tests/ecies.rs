@@ -1,7 +1,7 @@
 //! ECIES conformance against statements upstream `sp-statement-store` encrypted and signed.
 //!
-//! Reads `tests/vectors/ecies.json` (the upstream-made vectors of `shared/conformance/`, copied
-//! into the repository), or the file named by `ECIES_VECTORS`. Each vector holds a statement
+//! Reads `tests/vectors/ecies.json` (vectors the upstream crate made, kept in the repository),
+//! or the file named by `ECIES_VECTORS`. Each vector holds a statement
 //! upstream built with `Statement::encrypt` to a destination key, signed by //Alice (sr25519),
 //! and that key's seed: this crate must decrypt upstream's ciphertext, and upstream's
 //! statement must decode, hash and verify here.

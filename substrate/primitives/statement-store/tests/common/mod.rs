@@ -4,8 +4,8 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 /// The vector file `file`: the one the environment variable `env` names, else this crate's
-/// copy in `tests/vectors/` (the files `shared/conformance/` holds, made by the upstream
-/// crates, kept in the repository so that a fresh clone tests on its own).
+/// copy in `tests/vectors/` (made by the upstream crates, kept in the repository so that a
+/// fresh clone tests on its own).
 pub fn vectors_path(env: &str, file: &str) -> PathBuf {
 	if let Some(path) = std::env::var_os(env) {
 		return PathBuf::from(path);
