@@ -30,6 +30,12 @@ impl MapAllowances {
 		self.allowances.insert(account, allowance);
 	}
 
+	/// A map that gives every account the largest allowance there is: repair re-admits what
+	/// was admitted once, and tests admit anyone.
+	pub fn unlimited() -> Self {
+		MapAllowances::new().with_default(StatementAllowance::new(u32::MAX, u32::MAX))
+	}
+
 	/// Give every account not in the table this allowance.
 	pub fn with_default(mut self, allowance: StatementAllowance) -> Self {
 		self.default = Some(allowance);

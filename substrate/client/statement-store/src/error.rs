@@ -126,14 +126,43 @@ pub(crate) fn bad(column: u8, what: &str) -> Error {
 /// Result with the store's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
+impl Error {
+	/// Whether this is a full disk: the store's own reserve reached, or a write the file
+	/// system refused for want of space.
+	pub fn is_disk_full(&self) -> bool {
+		let no_space = |err: &std::io::Error| {
+			err.kind() == std::io::ErrorKind::StorageFull || err.raw_os_error() == Some(28)
+		};
+		match self {
+			Error::DiskFull { .. } => true,
+			Error::Io { source, .. } => no_space(source),
+			Error::Db(parity_db::Error::Io(source)) => no_space(source),
+			_ => false,
+		}
+	}
+
+	/// Whether the database's files are damaged: retrying cannot help, the operator must
+	/// check and repair them.
+	pub fn is_damage(&self) -> bool {
+		matches!(self, Error::Damaged(_) | Error::Corrupt { .. } | Error::BadValue { .. })
+	}
+}
+
+/// What callers of the store-facing trait see: a full disk and damage kept apart from other
+/// failures, so that RPC can tell "retry later" from "repair the database".
 impl From<Error> for statement_primitives::Error {
 	fn from(err: Error) -> Self {
+		use statement_primitives::Error as Public;
+		if err.is_disk_full() {
+			return Public::DiskFull(err.to_string());
+		}
+		if err.is_damage() {
+			return Public::Damaged(err.to_string());
+		}
 		match err {
 			Error::Query(inner) => inner,
-			Error::Allowance(detail) => statement_primitives::Error::Storage(detail),
-			Error::DiskFull { .. } => statement_primitives::Error::Storage(err.to_string()),
-			Error::BadValue { .. } => statement_primitives::Error::Decode(err.to_string()),
-			other => statement_primitives::Error::Db(other.to_string()),
+			Error::Allowance(detail) => Public::Storage(detail),
+			other => Public::Db(other.to_string()),
 		}
 	}
 }
@@ -142,4 +171,35 @@ impl From<Error> for statement_primitives::Error {
 /// "4 MiB free, below the reserve of 4 MiB").
 pub fn mib(bytes: u64) -> String {
 	format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use statement_primitives::Error as Public;
+
+	#[test]
+	fn a_full_disk_and_damage_reach_callers_apart_from_other_failures() {
+		let reserve = Error::DiskFull { path: "/db".into(), free: 1, reserve: 2, resume: 3 };
+		assert!(
+			matches!(Public::from(reserve), Public::DiskFull(message) if message.contains("nearly full"))
+		);
+		let refused = Error::Io {
+			operation: "append to the intent log",
+			path: "/db/intent-1.log".into(),
+			source: std::io::Error::from_raw_os_error(28),
+		};
+		assert!(matches!(Public::from(refused), Public::DiskFull(_)));
+		let corrupt = Error::Corrupt { path: "/db".into(), detail: "counters".into() };
+		assert!(matches!(Public::from(corrupt), Public::Damaged(_)));
+		assert!(matches!(Public::from(Error::Damaged("table".into())), Public::Damaged(_)));
+		assert!(matches!(Public::from(bad(1, "body")), Public::Damaged(_)));
+		let other = Error::Io {
+			operation: "read",
+			path: "/db".into(),
+			source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+		};
+		assert!(matches!(Public::from(other), Public::Db(_)));
+		assert!(matches!(Public::from(Error::Allowance("state".into())), Public::Storage(_)));
+	}
 }

@@ -109,6 +109,8 @@ mod open;
 mod read;
 mod store;
 mod subscription;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod write;
 
 pub use allowance::{AllowanceProvider, MapAllowances};

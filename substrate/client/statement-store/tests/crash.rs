@@ -4,6 +4,8 @@
 
 mod common;
 
+use statement_test_support::hex;
+
 use common::*;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use statement_primitives::{Hash, StatementSource, StatementStore, SubmitResult, Topic};
@@ -49,9 +51,9 @@ fn crash_child() {
 		if !mine.is_empty() && rng.gen_bool(0.2) {
 			let hash = mine.swap_remove(rng.gen_range(0..mine.len()));
 			// Announced first: a kill between the removal and its report leaves it undecided.
-			writeln!(stdout.lock(), "REMOVING {}", hex(&hash)).expect("stdout");
+			writeln!(stdout.lock(), "REMOVING {}", hex::encode(&hash)).expect("stdout");
 			store.remove(&hash).expect("remove");
-			writeln!(stdout.lock(), "REMOVED {}", hex(&hash)).expect("stdout");
+			writeln!(stdout.lock(), "REMOVED {}", hex::encode(&hash)).expect("stdout");
 		} else {
 			// The draws in the order the run's seed was first recorded with.
 			let signer = rng.gen_range(0..8);
@@ -63,10 +65,10 @@ fn crash_child() {
 				.data([&seed.to_le_bytes()[..], &n.to_le_bytes()].concat())
 				.signed_ed25519(&ed25519_pair(signer));
 			let hash = statement.hash();
-			writeln!(stdout.lock(), "SUBMITTING {}", hex(&hash)).expect("stdout");
+			writeln!(stdout.lock(), "SUBMITTING {}", hex::encode(&hash)).expect("stdout");
 			if store.submit(statement, StatementSource::Local) == SubmitResult::New {
 				mine.push(hash);
-				writeln!(stdout.lock(), "NEW {}", hex(&hash)).expect("stdout");
+				writeln!(stdout.lock(), "NEW {}", hex::encode(&hash)).expect("stdout");
 			}
 		}
 	}
@@ -169,16 +171,8 @@ fn a_crash_after_a_snapshot_catches_up_from_the_journal_and_the_removal_log() {
 	assert_indexes_match_bodies(&store);
 }
 
-fn hex(hash: &Hash) -> String {
-	hash.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn unhex(text: &str) -> Option<Hash> {
-	let bytes: Option<Vec<u8>> = (0..text.len())
-		.step_by(2)
-		.map(|i| text.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
-		.collect();
-	bytes?.try_into().ok()
+	hex::decode(text).ok()?.try_into().ok()
 }
 
 /// A MatchAll query: decryption key (or none) and topics.
@@ -283,7 +277,11 @@ fn killed_at_random_points_the_store_keeps_every_acknowledged_change() {
 			"round {round}: the snapshot was not used"
 		);
 		for hash in acknowledged.difference(&undecided) {
-			assert!(store.statement(hash).unwrap().is_some(), "round {round}: lost {}", hex(hash));
+			assert!(
+				store.statement(hash).unwrap().is_some(),
+				"round {round}: lost {}",
+				hex::encode(hash)
+			);
 		}
 		// Settle the undecided ones by what the store holds, for the rounds to come.
 		for hash in std::mem::take(&mut undecided) {
@@ -295,7 +293,11 @@ fn killed_at_random_points_the_store_keeps_every_acknowledged_change() {
 			}
 		}
 		for hash in &removed {
-			assert!(!store.has_statement(hash), "round {round}: removed {} is back", hex(hash));
+			assert!(
+				!store.has_statement(hash),
+				"round {round}: removed {} is back",
+				hex::encode(hash)
+			);
 		}
 		assert_eq!(
 			store.len() as usize,
@@ -360,7 +362,7 @@ fn lose_the_tail(dir: &std::path::Path, cut: TailCut, sure: &HashSet<Hash>) -> T
 				assert!(
 					store.has_statement(hash),
 					"{cut:?}: the open went on and lost {}",
-					hex(hash)
+					hex::encode(hash)
 				);
 			}
 			TailOutcome::NothingLost

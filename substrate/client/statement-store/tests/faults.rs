@@ -5,151 +5,114 @@
 mod common;
 
 use common::*;
-use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
+use statement_primitives::{Error, Statement, StatementSource, StatementStore, SubmitResult};
 use statement_store::Store;
+use statement_test_support::privileged::{fill, Tmpfs};
 use std::{
 	path::{Path, PathBuf},
 	process::Command,
 	time::{Duration, Instant},
 };
 
-/// A tmpfs of a fixed size, unmounted when dropped; `None` where mounting is not permitted.
-struct Tmpfs {
-	_dir: tempfile::TempDir,
-	path: PathBuf,
-}
+/// Needs root, to mount a tmpfs of a fixed size.
+mod needs_root {
+	use super::*;
 
-impl Tmpfs {
-	fn mount(mib: u64) -> Option<Tmpfs> {
-		let dir = tempfile::tempdir().ok()?;
-		let path = dir.path().to_path_buf();
-		let mounted = Command::new("mount")
-			.args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-			.arg(&path)
-			.output()
-			.ok()?;
-		mounted.status.success().then_some(Tmpfs { _dir: dir, path })
-	}
-}
-
-impl Drop for Tmpfs {
-	fn drop(&mut self) {
-		let _ = Command::new("umount").arg(&self.path).status();
-	}
-}
-
-/// Fill `dir`'s file system with a file `name` until `leave` bytes are free; returns its path.
-fn fill(dir: &Path, name: &str, leave: u64) -> PathBuf {
-	let filler = dir.join(name);
-	let free = fs2::available_space(dir).unwrap();
-	let size = free.saturating_sub(leave);
-	let chunk = vec![0x5au8; 1 << 20];
-	let mut file = std::fs::File::create(&filler).unwrap();
-	let mut written = 0;
-	while written < size {
-		let n = chunk.len().min((size - written) as usize);
-		std::io::Write::write_all(&mut file, &chunk[..n]).unwrap();
-		written += n as u64;
-	}
-	file.sync_all().unwrap();
-	filler
-}
-
-#[test]
-fn a_nearly_full_disk_refuses_new_statements_keeps_serving_and_resumes_by_itself() {
-	let Some(tmpfs) = Tmpfs::mount(128) else {
-		eprintln!(
-			"skipped: cannot mount a tmpfs here (needs root); the disk-full test did not run"
-		);
-		return;
-	};
-	let clock = TestClock::new();
-	let db = tmpfs.path.join("db");
-	let mut config = config(&db, &clock);
-	config.min_free_bytes = 16 << 20;
-	config.checkpoint_bytes = 2 << 20;
-	let store = Store::open(config.clone(), allowances(100_000, u32::MAX)).unwrap();
-	// On tmpfs parity-db reserves a hash column's whole first index (32 MiB) when the column's
-	// first write is applied. Let the body and hash columns' indexes be made before the disk
-	// is filled, or they take the space the reserve is measured against all at once (and,
-	// when space returns, the rest of it: the database then no longer fits to reopen).
-	let first = simple(99, &[3], b"before the disk fills");
-	assert_eq!(store.submit(first, StatementSource::Local), SubmitResult::New);
-	let deadline = Instant::now() + Duration::from_secs(60);
-	let indexes = || {
-		let names: Vec<String> = std::fs::read_dir(&db)
-			.unwrap()
-			.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-			.collect();
-		(names.iter().any(|name| name.starts_with("index_01_"))
-			&& names.iter().any(|name| name.starts_with("index_02_")))
-		.then_some(())
-		.ok_or(names)
-	};
-	while let Err(names) = indexes() {
-		assert!(Instant::now() < deadline, "no body and hash index after 60 s: {names:?}");
-		std::thread::sleep(Duration::from_millis(20));
-	}
-	let filler = fill(&tmpfs.path, "filler", 40 << 20);
-	let mut accepted = Vec::new();
-	let mut refusal = None;
-	for n in 0..5_000u32 {
-		let statement = simple(n % 64, &[1], &n.to_le_bytes().repeat(4 << 10));
-		match store.submit(statement.clone(), StatementSource::Local) {
-			SubmitResult::New => {
-				accepted.push(statement.hash());
-				refusal = None;
-			}
-			SubmitResult::InternalError(err) => {
-				// Writes count down an estimate between two measurements, and a measurement
-				// may find more room than the estimate: a refusal that outlasts a measurement
-				// (every 50 ms) is the disk's.
-				if refusal.is_some() {
-					break;
+	#[test]
+	#[ignore = "needs root: mounts a tmpfs; run with --ignored needs_root::"]
+	fn a_nearly_full_disk_refuses_new_statements_keeps_serving_and_resumes_by_itself() {
+		let tmpfs = Tmpfs::mount(128);
+		let clock = TestClock::new();
+		let db = tmpfs.path().join("db");
+		let mut config = config(&db, &clock);
+		config.min_free_bytes = 16 << 20;
+		config.checkpoint_bytes = 2 << 20;
+		let store = Store::open(config.clone(), allowances(100_000, u32::MAX)).unwrap();
+		// On tmpfs parity-db reserves a hash column's whole first index (32 MiB) when the column's
+		// first write is applied. Let the body and hash columns' indexes be made before the disk
+		// is filled, or they take the space the reserve is measured against all at once (and,
+		// when space returns, the rest of it: the database then no longer fits to reopen).
+		let first = simple(99, &[3], b"before the disk fills");
+		assert_eq!(store.submit(first, StatementSource::Local), SubmitResult::New);
+		let deadline = Instant::now() + Duration::from_secs(60);
+		let indexes = || {
+			let names: Vec<String> = std::fs::read_dir(&db)
+				.unwrap()
+				.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+				.collect();
+			(names.iter().any(|name| name.starts_with("index_01_"))
+				&& names.iter().any(|name| name.starts_with("index_02_")))
+			.then_some(())
+			.ok_or(names)
+		};
+		while let Err(names) = indexes() {
+			assert!(Instant::now() < deadline, "no body and hash index after 60 s: {names:?}");
+			std::thread::sleep(Duration::from_millis(20));
+		}
+		let filler = fill(tmpfs.path(), "filler", 40 << 20);
+		let mut accepted = Vec::new();
+		let mut refusal = None;
+		for n in 0..5_000u32 {
+			let statement = simple(n % 64, &[1], &n.to_le_bytes().repeat(4 << 10));
+			match store.submit(statement.clone(), StatementSource::Local) {
+				SubmitResult::New => {
+					accepted.push(statement.hash());
+					refusal = None;
 				}
-				refusal = Some(err.to_string());
-				std::thread::sleep(Duration::from_millis(150));
+				SubmitResult::InternalError(err) => {
+					// A full disk is told apart from other failures: RPC answers it as
+					// "retry later".
+					assert!(matches!(err, Error::DiskFull(_)), "{err:?}");
+					// Writes count down an estimate between two measurements, and a measurement
+					// may find more room than the estimate: a refusal that outlasts a measurement
+					// (every 50 ms) is the disk's.
+					if refusal.is_some() {
+						break;
+					}
+					refusal = Some(err.to_string());
+					std::thread::sleep(Duration::from_millis(150));
+				}
+				other => panic!("statement {n}: {other:?}"),
 			}
-			other => panic!("statement {n}: {other:?}"),
 		}
-	}
-	let refusal = refusal.expect("the disk filled up without a refusal");
-	// The reserve's refusal, or, when parity-db's reservation of a new index file took the
-	// space faster than the reserve counts (on a tmpfs it reserves whole index files), the
-	// write's own: both name the full disk, and nothing is lost either way.
-	assert!(refusal.contains("nearly full") || refusal.contains("No space left"), "{refusal}");
-	assert!(!accepted.is_empty());
-	// Someone else fills the disk further, below half the reserve: still no crash, and the
-	// refusal holds however parity-db's and the intent log's files come and go.
-	let more = fill(&tmpfs.path, "more", 8 << 20);
-	std::thread::sleep(Duration::from_millis(200));
-	let refused = simple(5, &[2], b"while the disk is full");
-	assert!(matches!(
-		store.submit(refused, StatementSource::Local),
-		SubmitResult::InternalError(_)
-	));
-	// Reads go on, and what was accepted is there.
-	assert_eq!(store.broadcasts(&[topic(1)]).unwrap().len(), accepted.len());
-	assert!(accepted.iter().all(|hash| store.has_statement(hash)));
-	assert!(store.metrics().disk_low);
-	// Space returns: submits resume without a restart.
-	std::fs::remove_file(filler).unwrap();
-	std::fs::remove_file(more).unwrap();
-	let deadline = Instant::now() + Duration::from_secs(10);
-	let late = simple(7, &[2], b"after the disk was freed");
-	loop {
-		match store.submit(late.clone(), StatementSource::Local) {
-			SubmitResult::New => break,
-			SubmitResult::InternalError(_) if Instant::now() < deadline => {
-				std::thread::sleep(Duration::from_millis(20))
+		let refusal = refusal.expect("the disk filled up without a refusal");
+		// The reserve's refusal, or, when parity-db's reservation of a new index file took the
+		// space faster than the reserve counts (on a tmpfs it reserves whole index files), the
+		// write's own: both name the full disk, and nothing is lost either way.
+		assert!(refusal.contains("nearly full") || refusal.contains("No space left"), "{refusal}");
+		assert!(!accepted.is_empty());
+		// Someone else fills the disk further, below half the reserve: still no crash, and the
+		// refusal holds however parity-db's and the intent log's files come and go.
+		let more = fill(tmpfs.path(), "more", 8 << 20);
+		std::thread::sleep(Duration::from_millis(200));
+		let refused = simple(5, &[2], b"while the disk is full");
+		assert!(matches!(
+			store.submit(refused, StatementSource::Local),
+			SubmitResult::InternalError(_)
+		));
+		// Reads go on, and what was accepted is there.
+		assert_eq!(store.broadcasts(&[topic(1)]).unwrap().len(), accepted.len());
+		assert!(accepted.iter().all(|hash| store.has_statement(hash)));
+		assert!(store.metrics().disk_low);
+		// Space returns: submits resume without a restart.
+		std::fs::remove_file(filler).unwrap();
+		std::fs::remove_file(more).unwrap();
+		let deadline = Instant::now() + Duration::from_secs(10);
+		let late = simple(7, &[2], b"after the disk was freed");
+		loop {
+			match store.submit(late.clone(), StatementSource::Local) {
+				SubmitResult::New => break,
+				SubmitResult::InternalError(_) if Instant::now() < deadline => {
+					std::thread::sleep(Duration::from_millis(20))
+				}
+				other => panic!("after freeing space: {other:?}"),
 			}
-			other => panic!("after freeing space: {other:?}"),
 		}
+		assert!(!store.metrics().disk_low);
+		drop(store);
+		let store = Store::open(config, allowances(100_000, u32::MAX)).unwrap();
+		assert_eq!(store.len(), accepted.len() as u64 + 2);
 	}
-	assert!(!store.metrics().disk_low);
-	drop(store);
-	let store = Store::open(config, allowances(100_000, u32::MAX)).unwrap();
-	assert_eq!(store.len(), accepted.len() as u64 + 2);
 }
 
 #[test]

@@ -26,7 +26,7 @@ struct Entry {
 	account: [u8; 32],
 }
 
-/// The rules of DESIGN.md, written as plainly as possible.
+/// The store's rules (`docs/DESIGN.md`, "The store"), written as plainly as possible.
 #[derive(Default)]
 struct Model {
 	entries: BTreeMap<Hash, Entry>,

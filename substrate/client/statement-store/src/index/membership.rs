@@ -15,8 +15,8 @@
 //! reads the tags from the home slot to the next gap (usually a few bytes of one cache line)
 //! and a slot only where the tag matches: a hash that is not stored usually costs one read
 //! of the tags, a seventeenth of the memory and so far more often in the CPU's caches and
-//! TLB; a stored one costs that and its slot. (The set was 65,536 sorted buckets before: a
-//! bucket header, then the bucket, then a binary search in it, each a cache miss once the
+//! TLB; a stored one costs that and its slot. (Sorted buckets would take fewer bytes, but a
+//! bucket header, then the bucket, then a binary search in it are each a cache miss once the
 //! set no longer fits the caches, which is most of the time in a node streaming bodies.)
 //! Each slot holds the statement's id beside its fingerprint, so finding the one reads the
 //! other in the same cache line. Tables are kept between 75% and 85% full, so the set takes

@@ -1,4 +1,6 @@
-//! The on-disk layout: parity-db columns, their keys and values, and the schema version.
+//! The on-disk layout this build writes (schema 5): parity-db columns, their keys and values,
+//! and the schema version. What older schemas wrote, which opening upgrades, is in
+//! [`legacy`], and nothing here needs it to be read.
 //!
 //! Every statement gets a compact local id from a counter that only grows (the admission
 //! journal's sequence). Indexes refer to statements by id, so posting lists hold 8-byte ids,
@@ -25,30 +27,28 @@ pub fn segment_base(id: Id) -> Id {
 /// Schema version, 1 key: `b"schema"`. Counters: `b"counters"`.
 pub const COL_META: ColId = 0;
 /// [`body_key`] of the id -> [`body_value`]: the statement's hash and encoding behind a
-/// 64-bit check (schema 5; before, schema 4's check and the encoding, or the encoding alone,
-/// which [`StoredBody::of`] still reads while the database is upgraded).
+/// 64-bit check.
 pub const COL_BODY: ColId = 1;
-/// hash -> id (u64, little-endian): the exact answer to "is this hash stored", for admission
-/// and `check-db`. Lookups by hash go through the membership set's ids instead (one read).
-/// Everything else a removal needs ([`Record`]) is read from the body. Schema 2 stored the whole record here, starting with the id: such values are
-/// read by their first 8 bytes, so they need no rewriting.
+/// hash -> id (u64, little-endian, the value's first 8 bytes): the exact answer to "is this
+/// hash stored", for admission and `check-db`. Lookups by hash go through the membership
+/// set's ids instead (one read). Everything else a removal needs ([`Record`]) is read from
+/// the body.
 pub const COL_HASH: ColId = 2;
 /// Recent admissions, btree: id (BE) -> hash, for the statements admitted since the newest
 /// membership snapshot: opening after a crash adds their hashes to the snapshot's set without
-/// reading their bodies. Older entries are pruned once a snapshot covers them (schema 2 kept
-/// every statement's entry); the ids of every stored statement are [`PostingKey::All`]'s list.
+/// reading their bodies. Older entries are pruned once a snapshot covers them; the ids of
+/// every stored statement are [`PostingKey::All`]'s list.
 pub const COL_JOURNAL: ColId = 3;
 /// Posting lists, btree: [`PostingKey`] ++ segment base (BE) -> delta-encoded ids; and the
 /// account lists, [`account_list_key`] -> (id, expiry's low 32 bits) pairs.
 pub const COL_POSTING: ColId = 4;
-/// Schema 2's per-account statements, btree: account ++ expiry (BE) ++ id (BE) -> hash.
-/// Emptied by the move to schema 3, which keeps them as account lists in [`COL_POSTING`]
-/// ([`account_list_key`]).
+/// Empty: an older schema's account index ([`legacy`]). parity-db keeps every column a
+/// database was created with, so the column numbers after it stay.
 pub const COL_ACCOUNT: ColId = 5;
 /// account ++ channel -> id ++ expiry of the statement holding the channel.
 pub const COL_CHANNEL: ColId = 6;
-/// Schema 2's expiry index, btree: expiry (BE) ++ id (BE) -> hash. Emptied by the move to
-/// schema 3, which keeps the expiry order as posting segments ([`PostingKey::Expiry`]).
+/// Empty: an older schema's expiry index ([`legacy`]); the expiry order is
+/// [`PostingKey::Expiry`]'s lists.
 pub const COL_EXPIRY: ColId = 7;
 /// Bans, hash -> purge time (unix seconds, u64).
 pub const COL_BAN: ColId = 8;
@@ -59,23 +59,13 @@ pub const COL_USAGE: ColId = 10;
 /// Number of columns.
 pub const COLUMNS: u8 = 11;
 
-/// Version written by this build.
-/// 2: the list of statements without a key (prefix 0) became the list of statements with one
-/// (prefix 3).
-/// 3: the hash column holds the id alone instead of the whole [`Record`] (8 bytes instead of
-/// ~110 a statement; values written by schema 2 start with the id and are read the same way),
-/// the expiry order is a posting list per expiry second ([`PostingKey::Expiry`]) and each
-/// account's statements a list per account and expiry second ([`account_list_key`]), instead
-/// of one btree entry per statement in each; every stored id is listed in
-/// [`PostingKey::All`]'s segments, and the journal keeps only admissions since the newest
-/// membership snapshot.
-/// 4: each body carries a 64-bit check ([`body_value`]), so reads verify it with xxh3
-/// instead of hashing it with blake2-256.
-/// 5: each body also holds its statement's hash, under the check ([`body_value`]): a lookup by
-/// hash reads the body alone, and removal and expiry learn the hash from it.
+/// Version written by this build: the layout of this file. (What versions 1 to 4 were, and how
+/// each is upgraded: [`legacy`].)
 pub const SCHEMA_VERSION: u32 = 5;
 
+/// Meta key of the schema version (u32).
 pub const KEY_SCHEMA: &[u8] = b"schema";
+/// Meta key of the [`Counters`].
 pub const KEY_COUNTERS: &[u8] = b"counters";
 /// Sequence number (u64) of the newest intent-log batch the database holds; absent = 0.
 pub const KEY_INTENT: &[u8] = b"intent";
@@ -98,10 +88,10 @@ pub fn removal_segment_key(segment: u64) -> Vec<u8> {
 	key
 }
 
-/// parity-db options for the layout above. The meta column is a btree in databases created
-/// since schema 3: as a hash column its index took 32 MiB from the start for a few keys. A
-/// database created before keeps a hash column there, as parity-db requires a column to keep
-/// its kind.
+/// parity-db options for the layout above. The meta column is a btree (as a hash column its
+/// index would take 32 MiB from the start for a few keys); a database that an older schema
+/// created with a hash column there keeps it ([`legacy`]), as parity-db requires a column to
+/// keep its kind.
 pub fn db_options(path: &Path, sync_wal: bool) -> Options {
 	let meta_btree = match Options::load_metadata(path) {
 		Ok(Some(metadata)) => {
@@ -264,10 +254,6 @@ pub enum PostingKey {
 	Expiry(u64),
 }
 
-/// First byte of the segments of schema 1's list of statements without a decryption key,
-/// replaced by [`PostingKey::Keyed`] in schema 2.
-pub const LEGACY_NO_KEY_PREFIX: u8 = 0;
-
 /// First byte of the account lists: account ++ expiry second (BE) ++ segment base (BE) ->
 /// the account's statements expiring in that second, as (id, low 32 bits of the expiry)
 /// pairs ([`crate::index::posting::encode_pairs`]). An account's statements in eviction order are
@@ -348,15 +334,11 @@ impl PostingKey {
 	}
 }
 
-/// First byte of a schema 4 body value ([`StoredBody::Checked`]). A statement's encoding
-/// starts with the compact count of its fields (at most 9: `0x00..=0x24`), so no schema 3
-/// body starts with it.
-pub const BODY_CHECKED: u8 = 0xc4;
-
-/// First byte of a [`body_value`] (schema 5).
+/// First byte of a [`body_value`]. A statement's encoding starts with the compact count of its
+/// fields (at most 9: `0x00..=0x24`), so no bare encoding starts with it.
 pub const BODY_HASHED: u8 = 0xc5;
 
-/// Bytes a schema 4 value adds to the encoding: its first byte and the check.
+/// Bytes of a body value's first byte and check.
 pub const BODY_CHECK_LEN: usize = 9;
 
 /// Bytes a [`body_value`] adds to the encoding: its first byte, the check and the hash.
@@ -373,8 +355,8 @@ pub fn xxh3(encoding: &[u8]) -> u64 {
 	twox_hash::xxh3::hash64(encoding)
 }
 
-/// A body as stored since schema 5: [`BODY_HASHED`], then `check` (u64, little-endian) =
-/// xxh3-64 of everything after it, then the statement's hash, then its encoding.
+/// A body as stored: [`BODY_HASHED`], then `check` (u64, little-endian) = xxh3-64 of
+/// everything after it, then the statement's hash, then its encoding.
 ///
 /// A reader learns from the body itself which statement it is, without hashing it with
 /// blake2: one that has the hash compares it (exact), one that has only the id (a query, an
@@ -393,30 +375,21 @@ pub fn body_value(hash: &Hash, encoding: &[u8]) -> Vec<u8> {
 	value
 }
 
-/// A schema 4 body value: [`BODY_CHECKED`], then xxh3-64 of the encoding XOR the fingerprint
-/// of its hash (u64, little-endian), then the encoding. Tests write such databases.
-#[cfg(test)]
-pub fn checked_body_value(hash: &Hash, encoding: &[u8]) -> Vec<u8> {
-	let mut value = Vec::with_capacity(BODY_CHECK_LEN + encoding.len());
-	value.push(BODY_CHECKED);
-	value.extend_from_slice(&(xxh3(encoding) ^ fingerprint(hash)).to_le_bytes());
-	value.extend_from_slice(encoding);
-	value
-}
-
 /// A body value as read, split into its encoding and what checks it.
 pub enum StoredBody {
-	/// Written by schema 5 ([`body_value`]): the hash it claims to be the body of, the
-	/// encoding, and whether its check holds (if not, the body is damaged).
+	/// A [`body_value`]: the hash it claims to be the body of, the encoding, and whether its
+	/// check holds (if not, the body is damaged).
 	Hashed { sound: bool, hash: Hash, encoding: Vec<u8> },
-	/// Written by schema 4: its check, and the encoding (the move to schema 5 rewrites it).
+	/// An older schema's checked body ([`legacy::BODY_CHECKED`]), until the upgrade rewrites
+	/// it: its check, and the encoding.
 	Checked { check: u64, encoding: Vec<u8> },
-	/// Written before schema 4 (or damaged in its first byte): only blake2 can check it.
+	/// A bare encoding (an older schema's, or damaged in its first byte): only blake2 can
+	/// check it.
 	Unchecked(Vec<u8>),
 }
 
 impl StoredBody {
-	/// Split a body value, checking a schema 5 body's xxh3 (hashing nothing with blake2).
+	/// Split a body value, checking a [`body_value`]'s xxh3 (hashing nothing with blake2).
 	pub fn of(mut value: Vec<u8>) -> StoredBody {
 		match value.first() {
 			Some(&BODY_HASHED) if value.len() >= BODY_HASHED_LEN => {
@@ -426,7 +399,7 @@ impl StoredBody {
 				value.drain(..BODY_HASHED_LEN);
 				StoredBody::Hashed { sound, hash, encoding: value }
 			}
-			Some(&BODY_CHECKED) if value.len() >= BODY_CHECK_LEN => {
+			Some(&legacy::BODY_CHECKED) if value.len() >= BODY_CHECK_LEN => {
 				let check = u64::from_le_bytes(value[1..BODY_CHECK_LEN].try_into().expect("8"));
 				value.drain(..BODY_CHECK_LEN);
 				StoredBody::Checked { check, encoding: value }
@@ -435,14 +408,9 @@ impl StoredBody {
 		}
 	}
 
-	/// The fingerprint of the hash a schema 4 body claims (its check XOR the encoding's xxh3).
-	pub fn claimed(check: u64, encoding: &[u8]) -> u64 {
-		check ^ xxh3(encoding)
-	}
-
-	/// The encoding if it is the body of `hash` (by the hash a schema 5 body holds, by the
-	/// check of a schema 4 one, by blake2 for an older one). The store's readers take only
-	/// the schema 5 form (see `Inner::find`); the tests check every form with this.
+	/// The encoding if it is the body of `hash` (by the hash a [`body_value`] holds, by an
+	/// older checked body's check, by blake2 for a bare encoding). The store's readers take
+	/// only the current form (see `Inner::find`); the tests check every form with this.
 	#[cfg(test)]
 	pub fn of_hash(self, hash: &Hash) -> Option<Vec<u8>> {
 		match self {
@@ -450,7 +418,7 @@ impl StoredBody {
 				(sound && claimed == *hash).then_some(encoding)
 			}
 			StoredBody::Checked { check, encoding } => {
-				(StoredBody::claimed(check, &encoding) == fingerprint(hash)).then_some(encoding)
+				(legacy::claimed(check, &encoding) == fingerprint(hash)).then_some(encoding)
 			}
 			StoredBody::Unchecked(encoding) => {
 				(statement_primitives::hash_encoded(&encoding) == *hash).then_some(encoding)
@@ -458,7 +426,7 @@ impl StoredBody {
 		}
 	}
 
-	/// The hash of a sound schema 5 body, read from it; `None` for another body.
+	/// The hash of a sound [`body_value`], read from it; `None` for another body.
 	pub fn stored_hash(&self) -> Option<Hash> {
 		match self {
 			StoredBody::Hashed { sound: true, hash, .. } => Some(*hash),
@@ -466,7 +434,7 @@ impl StoredBody {
 		}
 	}
 
-	/// The encoding and its hash: the one a sound schema 5 body holds, else its blake2-256
+	/// The encoding and its hash: the one a sound [`body_value`] holds, else its blake2-256
 	/// (so a damaged body gets the hash of what it is now, which no stored statement has).
 	pub fn hashed(self) -> (Vec<u8>, Hash) {
 		match self {
@@ -509,20 +477,12 @@ fn splitmix64(x: u64) -> u64 {
 	z ^ (z >> 31)
 }
 
+/// Key of a journal entry: the id, big-endian, so entries sort by admission.
 pub fn id_key(id: Id) -> [u8; 8] {
 	id.to_be_bytes()
 }
 
-/// Key of schema 2's account index ([`COL_ACCOUNT`]); tests build schema 2 databases with it.
-#[cfg(test)]
-pub fn account_key(account: &AccountId, expiry: u64, id: Id) -> [u8; 48] {
-	let mut key = [0u8; 48];
-	key[..32].copy_from_slice(account);
-	key[32..40].copy_from_slice(&expiry.to_be_bytes());
-	key[40..].copy_from_slice(&id.to_be_bytes());
-	key
-}
-
+/// Key of an account's channel in [`COL_CHANNEL`].
 pub fn channel_key(account: &AccountId, channel: &Channel) -> [u8; 64] {
 	let mut key = [0u8; 64];
 	key[..32].copy_from_slice(account);
@@ -530,15 +490,7 @@ pub fn channel_key(account: &AccountId, channel: &Channel) -> [u8; 64] {
 	key
 }
 
-/// Key of schema 2's expiry index ([`COL_EXPIRY`]); tests build schema 2 databases with it.
-#[cfg(test)]
-pub fn expiry_key(expiry: u64, id: Id) -> [u8; 16] {
-	let mut key = [0u8; 16];
-	key[..8].copy_from_slice(&expiry.to_be_bytes());
-	key[8..].copy_from_slice(&id.to_be_bytes());
-	key
-}
-
+/// Key of a ban in [`COL_BAN_ORDER`]: purge time first, so bans purge in order.
 pub fn ban_order_key(purge_at: u64, hash: &Hash) -> [u8; 40] {
 	let mut key = [0u8; 40];
 	key[..8].copy_from_slice(&purge_at.to_be_bytes());
@@ -551,7 +503,8 @@ pub fn be_u64(key: &[u8], at: usize) -> Option<u64> {
 	key.get(at..at + 8).and_then(|bytes| bytes.try_into().ok()).map(u64::from_be_bytes)
 }
 
-/// Read the little-endian u64 at the start of a value (channel values start with the id).
+/// Read the little-endian u64 at the start of a value (hash and channel values start with
+/// the id).
 pub fn le_u64_prefix(value: &[u8]) -> Option<u64> {
 	value.get(..8).and_then(|bytes| bytes.try_into().ok()).map(u64::from_le_bytes)
 }
@@ -574,5 +527,6 @@ pub fn decode_value<T: Decode>(column: ColId, bytes: &[u8]) -> Result<T> {
 	T::decode(&mut &bytes[..]).map_err(|err| Error::BadValue { column, detail: err.to_string() })
 }
 
+pub mod legacy;
 #[cfg(test)]
 mod tests;

@@ -22,8 +22,8 @@ use crate::{
 	store::Store,
 };
 use statement_primitives::{
-	hash_encoded, SignatureVerificationResult, Statement, StatementAllowance, StatementSource,
-	StatementStore, SubmitResult,
+	hash_encoded, SignatureVerificationResult, Statement, StatementSource, StatementStore,
+	SubmitResult,
 };
 use std::{
 	io::Write,
@@ -80,7 +80,7 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 	let entries = crate::index::lists::stored_ids(db, 0, Id::MAX, usize::MAX)?;
 	report.statements = entries.len() as u64;
 	for (n, id) in entries.iter().enumerate() {
-		if (n as u64 + 1) % PROGRESS == 0 {
+		if (n as u64 + 1).is_multiple_of(PROGRESS) {
 			log::info!(target: "statement-store", "check: verified {} of {} statements", n + 1, entries.len());
 		}
 		let Some(record) = check_statement(db, *id, &mut report)? else {
@@ -148,7 +148,7 @@ fn check_statement(db: &parity_db::Db, id: Id, report: &mut CheckReport) -> Resu
 	let (sound, claimed) = match &stored_body {
 		StoredBody::Hashed { sound, hash, .. } => (*sound, Some(schema::fingerprint(hash))),
 		StoredBody::Checked { check, encoding } => {
-			(true, Some(StoredBody::claimed(*check, encoding)))
+			(true, Some(schema::legacy::claimed(*check, encoding)))
 		}
 		StoredBody::Unchecked(_) => (true, None),
 	};
@@ -212,15 +212,17 @@ fn check_index_targets(db: &parity_db::Db, entries: &[Id], report: &mut CheckRep
 			decode_segment(&value, &mut listed)
 		};
 		if decoded.is_none() {
-			report.problem(format!("posting segment {}: does not decode", hex(&key)));
+			report.problem(format!("posting segment {}: does not decode", hex::encode(&key)));
 			continue;
 		}
 		if key.first() == Some(&schema::EXPIRY_PREFIX) {
 			expiring += listed.len() as u64;
 		}
 		for id in listed.iter().filter(|id| !stored(id)) {
-			report
-				.problem(format!("posting segment {}: lists {id}, which is not stored", hex(&key)));
+			report.problem(format!(
+				"posting segment {}: lists {id}, which is not stored",
+				hex::encode(&key)
+			));
 		}
 	}
 	drop(iter);
@@ -249,14 +251,13 @@ fn check_index_targets(db: &parity_db::Db, entries: &[Id], report: &mut CheckRep
 		let mut iter = db.iter(col)?;
 		iter.seek_to_first()?;
 		if let Some((key, _)) = iter.next()? {
-			report.problem(format!("schema 2 {name} index entry {} was not moved", hex(&key)));
+			report.problem(format!(
+				"schema 2 {name} index entry {} was not moved",
+				hex::encode(&key)
+			));
 		}
 	}
 	Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-	bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// What [`repair`] did.
@@ -335,13 +336,13 @@ pub fn repair(config: Config) -> Result<RepairReport> {
 				None => report.kept += 1,
 				Some(reason) => {
 					report.removed += 1;
-					if let Err(err) = writeln!(side, "{reason}\t0x{}", hex(&state.value)) {
+					if let Err(err) = writeln!(side, "{reason}\t0x{}", hex::encode(&state.value)) {
 						failure = Some(io("write", &removed_file)(err));
 						return false;
 					}
 				}
 			}
-			if (report.kept + report.removed) % PROGRESS == 0 {
+			if (report.kept + report.removed).is_multiple_of(PROGRESS) {
 				log::info!(target: "statement-store", "repair: {} kept, {} removed", report.kept, report.removed);
 			}
 			true
@@ -360,9 +361,7 @@ pub fn repair(config: Config) -> Result<RepairReport> {
 
 /// Allowances that admit anything: checking and repairing re-admit what was admitted once.
 fn unlimited() -> std::sync::Arc<MapAllowances> {
-	std::sync::Arc::new(
-		MapAllowances::new().with_default(StatementAllowance::new(u32::MAX, u32::MAX)),
-	)
+	std::sync::Arc::new(MapAllowances::unlimited())
 }
 
 #[cfg(test)]

@@ -27,12 +27,7 @@ pub(super) fn signed(n: u8, key: Option<u8>) -> Statement {
 		.signed_ed25519(&ed25519_pair(u32::from(n % 8)))
 }
 
-/// A store in `dir` that admits anyone (up to 1,000 statements and 1 MiB an account).
-pub(super) fn open_admitting(dir: &std::path::Path) -> Store {
-	let allowances = MapAllowances::new()
-		.with_default(statement_primitives::StatementAllowance::new(1000, 1 << 20));
-	Store::open(Config::new(dir), Arc::new(allowances)).unwrap()
-}
+pub(super) use crate::testing::open_admitting;
 
 /// `statements` submitted to a new store in `dir`, which is then closed: the answers it gave.
 pub(super) fn stored(dir: &std::path::Path, statements: &[Statement]) -> Vec<Vec<Vec<u8>>> {

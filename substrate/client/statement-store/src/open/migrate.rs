@@ -26,7 +26,7 @@ pub(crate) fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) 
 		keyed.sort_unstable();
 		keyed.dedup();
 		let mut ops = Vec::new();
-		let legacy = [schema::LEGACY_NO_KEY_PREFIX];
+		let legacy = [schema::legacy::NO_KEY_PREFIX];
 		let mut iter = db.iter(schema::COL_POSTING)?;
 		iter.seek(&legacy)?;
 		while let Some((segment_key, _)) = iter.next()? {
@@ -96,7 +96,7 @@ fn to_schema_5(db: &parity_db::Db, from: u32, path: &str, sync: bool) -> Result<
 			let claimed = match &stored {
 				StoredBody::Hashed { .. } => continue,
 				StoredBody::Checked { check, encoding } => {
-					Some(StoredBody::claimed(*check, encoding))
+					Some(schema::legacy::claimed(*check, encoding))
 				}
 				StoredBody::Unchecked(_) => None,
 			};

@@ -108,7 +108,7 @@ impl BodyCache {
 			count.set(count.get() + 1);
 			count.get()
 		});
-		if lookups % PROMOTE_EVERY == 0 {
+		if lookups.is_multiple_of(PROMOTE_EVERY) {
 			if let Some(mut map) = shard.0.try_write() {
 				map.get(&id);
 			}

@@ -222,7 +222,7 @@ impl PostingCache {
 			return None;
 		}
 		let total = shard.hits.fetch_add(hits, Ordering::Relaxed) + hits;
-		if promote || total % PROMOTE_EVERY == 0 {
+		if promote || total.is_multiple_of(PROMOTE_EVERY) {
 			if let Some(mut map) = shard.map.try_write() {
 				map.get(key);
 			}

@@ -1,8 +1,10 @@
 //! Free disk space: refuse new statements before a full disk can make a write fail.
 //!
-//! parity-db writes its tables through memory maps. When the file system cannot back a page
-//! of a file it has extended, the process gets SIGBUS and dies, with no error to handle and
-//! nothing logged. So the store does not wait for a write to fail: the background drain
+//! parity-db writes its tables through memory maps. The vendored parity-db allocates a file's
+//! blocks before a write through its map reaches them, so a full disk is an I/O error rather
+//! than a SIGBUS; still, a write that fails midway costs a retry, and the space another
+//! process takes can come at any moment. So the store does not wait for a write to fail: the
+//! background drain
 //! thread measures the free space of the database's file system every time it runs (every
 //! 50 ms), and while it is below [`crate::config::Config::min_free_bytes`] submits are refused with
 //! [`crate::error::Error::DiskFull`]. Reads, removals, maintenance and checkpoints go on: they free

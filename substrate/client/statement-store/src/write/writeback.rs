@@ -17,11 +17,10 @@
 //! process loses nothing: the page cache holds what was applied, and opening replays only
 //! the files not yet applied and does not msync what it did not write (the same patch). With
 //! `sync_wal`, each checkpoint also msyncs the tables before emptying the files, as
-//! parity-db does by default, so that power loss leaves consistent tables. Msyncing at every
-//! checkpoint writes each dirty page of the hash indexes once per checkpoint, and their pages
-//! are hit at random: filling 200,000 statements wrote ~4.8 KB a statement that way, against
-//! ~1.2 KB now (the baseline, parity-db's defaults with its own threads, ~0.66 KB while its
-//! log is still unapplied; see benches/HISTORY.md).
+//! parity-db does by default, so that power loss leaves consistent tables. Without it the
+//! kernel writes the tables out in its own time: msyncing at every checkpoint writes each
+//! dirty page of the hash indexes once per checkpoint, and their pages are hit at random
+//! (about four times the bytes a fill writes otherwise; benches/HISTORY.md).
 //!
 //! Writers push back: past 4,096 staged batches or 24 MiB handed over and not applied, the
 //! writer does the background work itself ([`Writeback::relieve`]), so a burst waits instead
@@ -200,9 +199,9 @@ impl Writeback {
 	/// tables and recycle it. Afterwards parity-db holds every batch appended before the
 	/// call, durably, and no intent file is needed for them.
 	pub fn checkpoint(&self) -> Result<()> {
-		// One at a time: parity-db's log bookkeeping (enact, clean) expects a single driver,
-		// and two concurrent checkpoints lost track of a log file, which then stayed on disk
-		// and was replayed at the next open.
+		// One at a time: parity-db's log bookkeeping (enact, clean) expects a single driver;
+		// two concurrent checkpoints lose track of a log file, which then stays on disk and
+		// is replayed at the next open.
 		let _one = self.checkpointing.lock();
 		let started = Instant::now();
 		self.drain()?;
@@ -220,8 +219,8 @@ impl Writeback {
 		// file) and, when too many applied files wait to be cleaned, blocks until a cleanup
 		// that only this thread runs: so apply a file, clean, and once more for a file an
 		// earlier roll left queued (a commit outside batches). Rolling a second time in the
-		// same checkpoint queued one file more than was applied, and under a submit stream
-		// the queue, and the memory parity-db holds for it, grew until the stream stopped.
+		// same checkpoint would queue one file more than is applied, and under a submit
+		// stream the queue, and the memory parity-db holds for it, would grow without end.
 		let closed = started.elapsed();
 		for _ in 0..2 {
 			db.enact_logs()?;

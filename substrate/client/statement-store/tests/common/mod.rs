@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use sp_core::Pair;
-use statement_primitives::{Statement, StatementAllowance, Topic};
+use statement_primitives::{Statement, Topic};
 use statement_store::{Clock, Config, MapAllowances, Store};
 use std::{
 	path::Path,
@@ -60,7 +60,7 @@ pub fn simple(signer: u32, topics: &[u32], data: &[u8]) -> Statement {
 
 /// Every account may keep `count` statements and `size` data bytes.
 pub fn allowances(count: u32, size: u32) -> Arc<MapAllowances> {
-	Arc::new(MapAllowances::new().with_default(StatementAllowance::new(count, size)))
+	statement_test_support::store::admitting(count, size)
 }
 
 pub fn config(path: &Path, clock: &TestClock) -> Config {

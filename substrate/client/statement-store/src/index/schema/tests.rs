@@ -35,7 +35,7 @@ fn posting_prefixes_do_not_overlap_between_kinds() {
 	let key = PostingKey::DecryptionKey([1; 32]).prefix();
 	assert_ne!(topic, key);
 	assert_eq!(PostingKey::Keyed.prefix(), vec![3]);
-	assert_ne!(PostingKey::Keyed.prefix()[0], LEGACY_NO_KEY_PREFIX);
+	assert_ne!(PostingKey::Keyed.prefix()[0], legacy::NO_KEY_PREFIX);
 	assert!(PostingKey::Topic([1; 32]).segment_key(5).starts_with(&topic));
 }
 
@@ -68,7 +68,7 @@ fn a_schema_4_body_is_the_body_of_its_hash_alone_and_any_flipped_bit_shows() {
 	let encoding: Vec<u8> = (0..300u32).map(|n| n as u8).collect();
 	let hash = statement_primitives::hash_encoded(&encoding);
 	let other = statement_primitives::hash_encoded(b"another statement");
-	let value = checked_body_value(&hash, &encoding);
+	let value = legacy::checked_body_value(&hash, &encoding);
 	assert_eq!(value.len(), encoding.len() + BODY_CHECK_LEN);
 	assert_eq!(StoredBody::of(value.clone()).of_hash(&hash), Some(encoding.clone()));
 	assert_eq!(StoredBody::of(value.clone()).of_hash(&other), None, "another hash's");
@@ -76,7 +76,7 @@ fn a_schema_4_body_is_the_body_of_its_hash_alone_and_any_flipped_bit_shows() {
 	assert_eq!(StoredBody::of(value.clone()).hashed(), (encoding.clone(), hash));
 	match StoredBody::of(value.clone()) {
 		StoredBody::Checked { check, encoding } => {
-			assert_eq!(StoredBody::claimed(check, &encoding), fingerprint(&hash))
+			assert_eq!(legacy::claimed(check, &encoding), fingerprint(&hash))
 		}
 		_ => panic!("not read as schema 4's"),
 	}
@@ -86,7 +86,7 @@ fn a_schema_4_body_is_the_body_of_its_hash_alone_and_any_flipped_bit_shows() {
 			damaged[at] ^= 1 << bit;
 			assert_eq!(StoredBody::of(damaged.clone()).of_hash(&hash), None, "{at}.{bit}");
 			if let StoredBody::Checked { check, encoding } = StoredBody::of(damaged) {
-				assert_ne!(StoredBody::claimed(check, &encoding), fingerprint(&hash), "{at}.{bit}");
+				assert_ne!(legacy::claimed(check, &encoding), fingerprint(&hash), "{at}.{bit}");
 			}
 		}
 	}

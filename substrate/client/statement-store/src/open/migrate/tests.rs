@@ -39,7 +39,7 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 		}
 	}
 	drop(journal);
-	let mut legacy_key = vec![schema::LEGACY_NO_KEY_PREFIX];
+	let mut legacy_key = vec![schema::legacy::NO_KEY_PREFIX];
 	legacy_key.extend_from_slice(&0u64.to_be_bytes());
 	ops.push((schema::COL_POSTING, legacy_key, Some(encode_segment(&no_key))));
 	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(1u32.encode())));
@@ -61,7 +61,7 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 	let mut iter = db.iter(schema::COL_POSTING).unwrap();
 	iter.seek_to_first().unwrap();
 	let (first, _) = iter.next().unwrap().unwrap();
-	assert_ne!(first[0], schema::LEGACY_NO_KEY_PREFIX, "the schema 1 list is gone");
+	assert_ne!(first[0], schema::legacy::NO_KEY_PREFIX, "the schema 1 list is gone");
 }
 
 /// After an upgrade: schema 5, every body in its form with its hash.
@@ -119,7 +119,7 @@ fn as_schema_4(dir: &std::path::Path, statements: &[Statement], damaged: Option<
 	let mut ops = Vec::new();
 	for (n, statement) in statements.iter().enumerate() {
 		let key = body_key_of(&db, statement);
-		let mut value = schema::checked_body_value(&statement.hash(), &statement.encode());
+		let mut value = schema::legacy::checked_body_value(&statement.hash(), &statement.encode());
 		if damaged == Some(n) {
 			let last = value.len() - 1;
 			value[last] ^= 1;
@@ -233,10 +233,10 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	for statement in &statements {
 		let hash = statement.hash();
 		let id = schema::le_u64_prefix(&db.get(schema::COL_HASH, &hash).unwrap().unwrap()).unwrap();
-		let key = schema::expiry_key(statement.expiry(), id);
+		let key = schema::legacy::expiry_key(statement.expiry(), id);
 		ops.push((schema::COL_EXPIRY, key.to_vec(), Some(hash.to_vec())));
 		let account = statement.account_id().unwrap();
-		let key = schema::account_key(&account, statement.expiry(), id);
+		let key = schema::legacy::account_key(&account, statement.expiry(), id);
 		ops.push((schema::COL_ACCOUNT, key.to_vec(), Some(hash.to_vec())));
 		ids.push(id);
 	}

@@ -60,10 +60,10 @@ fn checkpoints_keep_up_with_writes_that_run_while_they_apply() {
 	writing.store(false, Ordering::Relaxed);
 	let submitted = submitter.join().unwrap();
 	drainer.join().unwrap();
-	// Each checkpoint closes one log file and applies at least one: none pile up. (It
-	// used to close two and apply one, so under a stream they grew by one a checkpoint,
-	// and parity-db held each in memory until the stream stopped.) Nor are applied ones
-	// kept: a crash would replay them all (parity-db keeps 16 by default).
+	// Each checkpoint closes one log file and applies at least one: none pile up (closing
+	// two and applying one would grow them by one a checkpoint under a stream, each held
+	// in memory by parity-db). Nor are applied ones kept: a crash would replay them all
+	// (parity-db keeps 16 by default).
 	let files = log_files(dir.path());
 	assert!(files <= 3, "{files} log files after 60 checkpoints");
 	store.inner.writes.writeback.checkpoint().unwrap();
