@@ -20,9 +20,6 @@ use sp_core::{crypto::KeyTypeId, Bytes};
 use statement_rpc::{ensure_unsafe_allowed, invalid_params};
 use std::sync::Arc;
 
-/// Substrate's code for author errors other than the pool's (`BASE_ERROR + 40`).
-pub const AUTHOR_OTHER_CODE: i32 = 1040;
-
 /// Add `author_insertKey` and `author_hasKey` over `keystore` to `module`.
 pub fn register(
 	module: &mut RpcModule<()>,
@@ -69,7 +66,7 @@ fn insert_key(keystore: &Keystore, params: &Params) -> Result<(), ErrorObjectOwn
 	written.map_err(|err| {
 		log::warn!("author_insertKey: {err}");
 		ErrorObjectOwned::owned(
-			AUTHOR_OTHER_CODE,
+			statement_rpc::error::KEYSTORE,
 			format!("The key store is unavailable: {err}"),
 			None::<()>,
 		)
@@ -107,7 +104,7 @@ fn key_type(text: String) -> Result<KeyTypeId, ErrorObjectOwned> {
 		text.as_bytes().try_into().ok().filter(|bytes: &[u8; 4]| bytes.is_ascii()).ok_or_else(
 			|| {
 				ErrorObjectOwned::owned(
-					AUTHOR_OTHER_CODE,
+					statement_rpc::error::KEYSTORE,
 					"Invalid key type ID format (should be of length four)",
 					None::<()>,
 				)

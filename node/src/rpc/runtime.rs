@@ -46,9 +46,6 @@ pub const SPEC_NAME: &str = "statement-node";
 /// genesis hash and spec version.
 pub const SPEC_VERSION: u32 = 1;
 
-/// JSON-RPC error code Substrate answers a state query at an unknown block with.
-const UNKNOWN_BLOCK_CODE: i32 = 4003;
-
 /// The runtime type; a FRAME runtime's is a unit struct too.
 #[derive(TypeInfo)]
 #[allow(dead_code)]
@@ -161,7 +158,7 @@ pub fn ensure_genesis(info: &ChainInfo, at: Option<H256>) -> Result<(), ErrorObj
 	}
 	let hash = at.unwrap_or_default();
 	Err(ErrorObjectOwned::owned(
-		UNKNOWN_BLOCK_CODE,
+		statement_rpc::error::UNKNOWN_BLOCK,
 		format!("Client error: UnknownBlock: header not found: {hash:?}; only genesis exists"),
 		None::<()>,
 	))

@@ -19,7 +19,7 @@ use jsonrpsee::types::{error::ErrorObjectOwned, Params};
 use serde_json::Value;
 use statement_primitives::{Statement, Topic, TopicFilter, MAX_ANY_TOPICS, MAX_TOPICS};
 
-use crate::{invalid_params, DUMP_PAGE_MAX};
+use crate::{error::invalid_params, limits::DUMP_PAGE_MAX};
 
 /// Characters of a given value an error message shows before cutting it with `…`.
 pub const SHOWN_CHARS: usize = 40;
@@ -526,7 +526,7 @@ mod tests {
 	fn refusals_are_invalid_params_errors_with_the_message() {
 		let err =
 			ErrorObjectOwned::from(ParamError::Missing { param: "topics", expected: "x".into() });
-		assert_eq!(err.code(), crate::INVALID_PARAMS_CODE);
+		assert_eq!(err.code(), crate::error::INVALID_PARAMS);
 		assert_eq!(err.message(), "missing topics: expected x");
 	}
 }

@@ -14,7 +14,10 @@
 //! then forgets it, after sending the error notification for a lag (from a short task of its
 //! own when the connection has no room for it).
 
-use crate::{encode, LIVE_BATCH_BYTES};
+use crate::{
+	limits::{CONNECTION_IN_FLIGHT_BYTES, LIVE_BATCH_BYTES},
+	notification::encode,
+};
 use jsonrpsee::{ConnectionId, SubscriptionSink};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
@@ -142,7 +145,7 @@ async fn run(pump: Arc<Shared>) {
 	let mut sweep = tokio::time::interval(SWEEP_PERIOD);
 	sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 	// Subscriptions whose connection had no room: retried after a pause that starts at 1 ms
-	// and doubles while none of them gets room, as each subscription's task used to poll.
+	// and doubles while none of them gets room.
 	let mut waiting: Vec<u64> = Vec::new();
 	let mut connections: HashMap<ConnectionId, InFlight> = HashMap::new();
 	let mut pause = FIRST_RETRY;
@@ -197,14 +200,6 @@ const FIRST_RETRY: Duration = Duration::from_millis(1);
 /// The longest such pause.
 const LAST_RETRY: Duration = Duration::from_millis(100);
 
-/// Encoded notification bytes the pump keeps in one connection's outgoing buffer at most (one
-/// notification is always let through, however large). A connection with many subscriptions
-/// so gets a statement to each of them at once (~700 notifications of a 256-byte statement fit),
-/// while a client that stops reading holds at most this much there; its backlog waits in the
-/// store's bounded queues, where lagging is noticed. (1 MiB fanned out no faster: 10,000
-/// subscribers over 10 connections, p99 ~80 ms either way; 256 KiB, ~89 ms.)
-pub const CONNECTION_IN_FLIGHT_BYTES: usize = 512 * 1024;
-
 /// What the pump has put in one connection's outgoing buffer and not yet seen leave it.
 #[derive(Default)]
 struct InFlight {
@@ -256,7 +251,7 @@ fn serve(
 			}
 			None => match entry.subscription.try_next_live(LIVE_BATCH_BYTES) {
 				Ok(statements) if statements.is_empty() => return,
-				Ok(statements) => encode(statements, None),
+				Ok(statements) => encode(statements, None).map_err(Stop::Failed),
 				Err(err) => Err(Stop::Failed(err.to_string())),
 			},
 		};

@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{open, open_with_budget, TempDir};
+use statement_test_support::hex::encode as hex;
+
+use common::{open, open_with_budget};
 use jsonrpsee::{MethodsError, RpcModule};
 use serde_json::{json, Value};
 use statement_primitives::testing::{ed25519_pair, TestStatement};
@@ -21,10 +23,6 @@ fn numbered(n: u32, size: usize) -> Statement {
 	let mut data = vec![0u8; size];
 	data[..4].copy_from_slice(&n.to_le_bytes());
 	TestStatement::new().expiry(u32::MAX, n).data(data).signed_ed25519(&ed25519_pair(n % 8))
-}
-
-fn hex(bytes: &[u8]) -> String {
-	format!("0x{}", bytes.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
 }
 
 /// The RPC module over `store`, its subscribers dropped once `queue_bytes` behind.
@@ -51,7 +49,7 @@ async fn submit_until_dropped(store: &Store) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() {
-	let dir = TempDir::new("lag");
+	let dir = common::dir();
 	let store = open(&dir);
 	let module = module_with_queue(&store, 16 * 1024);
 	// A client whose buffer holds four notifications, and which never reads.
@@ -75,7 +73,7 @@ async fn a_subscriber_that_never_reads_is_dropped_with_an_error_and_forgotten() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_subscriber_is_told_why_in_an_error_notification() {
-	let dir = TempDir::new("lag-error");
+	let dir = common::dir();
 	let store = open(&dir);
 	let module = module_with_queue(&store, 16 * 1024);
 	// The raw messages the connection would write, four at most in its buffer, unread.
@@ -112,7 +110,7 @@ async fn a_dropped_subscriber_is_told_why_in_an_error_notification() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_does_not_read_holds_at_most_its_in_flight_bytes() {
-	let dir = TempDir::new("in-flight");
+	let dir = common::dir();
 	let store = open(&dir);
 	let module = module_with_queue(&store, 4 << 20);
 	// A buffer of 10,000 messages, never read: only the pump's byte bound holds it back.
@@ -144,7 +142,7 @@ async fn a_connection_that_does_not_read_holds_at_most_its_in_flight_bytes() {
 	}
 	assert!(notifications > 2, "only {notifications} notifications: the bound is in bytes");
 	assert!(
-		bytes <= statement_rpc::CONNECTION_IN_FLIGHT_BYTES + largest,
+		bytes <= statement_rpc::limits::CONNECTION_IN_FLIGHT_BYTES + largest,
 		"{bytes} bytes in {notifications} notifications waited in the buffer"
 	);
 	assert_eq!(store.metrics().subscriptions, 1, "the subscriber is within its queue");
@@ -155,7 +153,7 @@ async fn a_connection_that_does_not_read_holds_at_most_its_in_flight_bytes() {
 /// and told why, like one whose queue grew.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_page_held_for_a_client_that_does_not_read_counts_against_the_budget() {
-	let dir = TempDir::new("held");
+	let dir = common::dir();
 	// Room for the subscription's own state; not for a 160 KB page of hex besides.
 	let store = open_with_budget(&dir, 128 * 1024);
 	// 200 KB stored: a replay of two pages, the last of them ~80 KB (~160 KB as hex).
@@ -204,7 +202,7 @@ async fn a_replay_page_held_for_a_client_that_does_not_read_counts_against_the_b
 /// answered as one; one closing makes room again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscriptions_past_the_stores_budget_are_refused_as_too_many() {
-	let dir = TempDir::new("refused");
+	let dir = common::dir();
 	// Half of it holds two subscriptions' state.
 	let store = open_with_budget(&dir, 4 * statement_primitives::SUBSCRIPTION_STATE_BYTES);
 	let module = module_with_queue(&store, 1 << 20);
@@ -220,7 +218,7 @@ async fn subscriptions_past_the_stores_budget_are_refused_as_too_many() {
 	let Err(MethodsError::JsonRpc(err)) = subscribe(json!({"matchAll": "nope"})).await else {
 		panic!("a bad filter was not refused with a JSON-RPC error")
 	};
-	assert_eq!(err.code(), statement_rpc::INVALID_PARAMS_CODE, "{}", err.message());
+	assert_eq!(err.code(), statement_rpc::error::INVALID_PARAMS, "{}", err.message());
 	assert_eq!(store.metrics().subscriptions_refused_for_budget, 1);
 	drop(first);
 	let deadline = Instant::now() + Duration::from_secs(60);
@@ -234,7 +232,7 @@ async fn subscriptions_past_the_stores_budget_are_refused_as_too_many() {
 
 #[tokio::test]
 async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
-	let dir = TempDir::new("dump");
+	let dir = common::dir();
 	let store = open(&dir);
 	let expected: HashSet<String> = (0..300)
 		.map(|n| {
@@ -249,7 +247,7 @@ async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 		.into_module();
 	let err = module.call::<_, Value>("statement_dump", Vec::<Value>::new()).await.unwrap_err();
 	let MethodsError::JsonRpc(err) = err else { panic!("expected a JSON-RPC error, got {err}") };
-	assert_eq!(err.code(), statement_rpc::RESPONSE_TOO_LARGE_CODE);
+	assert_eq!(err.code(), statement_rpc::error::RESPONSE_TOO_LARGE);
 	assert!(err.message().contains("page through it with statement_dumpPage"), "{}", err.message());
 
 	let mut seen = Vec::new();
@@ -284,7 +282,7 @@ async fn a_dump_too_large_for_one_response_points_to_the_paged_method() {
 /// within a sweep of the pump.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_subscriptions_get_their_statements_and_are_forgotten_when_closed() {
-	let dir = TempDir::new("pump");
+	let dir = common::dir();
 	let store = open(&dir);
 	let module: RpcModule<StatementRpc> =
 		StatementRpc::new(Arc::new(store.clone()), true).into_module();

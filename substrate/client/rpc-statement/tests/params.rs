@@ -4,12 +4,12 @@
 
 mod common;
 
-use common::{open, TempDir};
+use common::open;
 use jsonrpsee::RpcModule;
 use serde_json::{json, Value};
 use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
-use statement_rpc::{StatementRpc, INVALID_PARAMS_CODE};
+use statement_rpc::{error::INVALID_PARAMS as INVALID_PARAMS_CODE, StatementRpc};
 use std::{sync::Arc, time::Duration};
 
 const FORMS: &str = r#"expected "any", {"matchAll": [topics]} or {"matchAny": [topics]}"#;
@@ -31,7 +31,7 @@ async fn error_of(module: &RpcModule<StatementRpc>, method: &str, params: &str) 
 
 #[tokio::test]
 async fn every_bad_parameter_is_named_with_what_was_expected_and_given() {
-	let dir = TempDir::new("params");
+	let dir = common::dir();
 	let module = StatementRpc::new(Arc::new(open(&dir)), true).into_module();
 	let topic = hex32(0x11);
 	let five = json!(vec![topic.clone(); 5]);
@@ -162,7 +162,7 @@ fn with_topic(topic: [u8; 32], n: u32) -> Statement {
 
 #[tokio::test]
 async fn filters_take_topics_as_number_arrays_and_the_subscription_works() {
-	let dir = TempDir::new("params-numbers");
+	let dir = common::dir();
 	let store = open(&dir);
 	assert_eq!(store.submit(with_topic([17; 32], 1), StatementSource::Local), SubmitResult::New);
 	assert_eq!(store.submit(with_topic([18; 32], 2), StatementSource::Local), SubmitResult::New);

@@ -3,29 +3,14 @@
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
-use statement_primitives::StatementAllowance;
-use statement_store::{Config, MapAllowances, Store};
-use std::{sync::Arc, time::Instant};
+use statement_store::{Config, Store};
+use statement_test_support::store::open_admitting_with;
 
-/// A directory under the system's temporary directory, removed when dropped.
-pub struct TempDir(pub std::path::PathBuf);
+pub use tempfile::TempDir;
 
-impl TempDir {
-	/// A fresh path for the test `name`.
-	pub fn new(name: &str) -> TempDir {
-		let path = std::env::temp_dir().join(format!(
-			"statement-rpc-{name}-{}-{:?}",
-			std::process::id(),
-			Instant::now()
-		));
-		TempDir(path)
-	}
-}
-
-impl Drop for TempDir {
-	fn drop(&mut self) {
-		let _ = std::fs::remove_dir_all(&self.0);
-	}
+/// A fresh temporary directory for a store.
+pub fn dir() -> TempDir {
+	tempfile::tempdir().expect("a temporary directory")
 }
 
 /// A store in `dir` that admits anyone, without syncing its log.
@@ -35,9 +20,8 @@ pub fn open(dir: &TempDir) -> Store {
 
 /// [`open`], its subscriptions together given `budget` bytes of memory.
 pub fn open_with_budget(dir: &TempDir, budget: usize) -> Store {
-	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 1 << 26));
-	let mut config = Config::new(&dir.0);
+	let mut config = Config::new(dir.path());
 	config.sync_wal = false;
 	config.subscription_budget_bytes = budget;
-	Store::open(config, Arc::new(allowances)).unwrap()
+	open_admitting_with(config)
 }
