@@ -5,15 +5,15 @@ use crate::error::Error;
 use codec::Encode;
 use serde::{Deserialize, Serialize};
 use sp_core::{ecdsa, ed25519, sr25519, Pair};
-use statement_primitives::{statement_allowance_key, StatementAllowance};
+use statement_primitives::{
+	dev::{self, DEV_ACCOUNTS},
+	statement_allowance_key, StatementAllowance,
+};
 use statement_store::MapAllowances;
 use std::collections::BTreeMap;
 
 /// A block header as Substrate chains with u32 block numbers and blake2-256 hashes have it.
 pub type GenesisHeader = sp_runtime::generic::Header<u32, sp_runtime::traits::BlakeTwo256>;
-
-/// Dev accounts, as in every Substrate dev chain.
-pub const DEV_ACCOUNTS: [&str; 6] = ["Alice", "Bob", "Charlie", "Dave", "Eve", "Ferdie"];
 
 /// The SS58 prefix of the built-in chains: 42, Substrate's generic one, so clients show the
 /// dev accounts as every Substrate dev chain does (`5Grw...` for Alice). They name no token:
@@ -71,7 +71,7 @@ pub struct RawGenesis {
 pub fn dev_account_ids() -> Vec<(String, [u8; 32])> {
 	let mut ids = Vec::new();
 	for name in DEV_ACCOUNTS {
-		let suri = format!("//{name}");
+		let suri = dev::suri(name);
 		if let Ok(pair) = sr25519::Pair::from_string(&suri, None) {
 			ids.push((format!("{name} (sr25519)"), pair.public().0));
 		}

@@ -183,6 +183,13 @@ pub struct RunCmd {
 	/// Do not serve Prometheus metrics.
 	#[arg(long)]
 	pub no_prometheus: bool,
+	/// Once the JSON-RPC server, the metrics endpoint and the p2p listeners are bound, write
+	/// what the node serves to PATH as JSON, whole (a temporary file renamed over it): `pid`,
+	/// `rpc` and `prometheus` (`host:port`, `null` without metrics), `peer_id`, `listen` (the
+	/// p2p addresses, each with `/p2p/<peer id>`) and `statements` (held at open). For
+	/// scripts, supervisors and tests that start the node on port 0; removed at a clean stop.
+	#[arg(long, value_name = "PATH")]
+	pub ready_file: Option<PathBuf>,
 	/// Log filter, e.g. `statement-store=debug` (repeatable, comma separated).
 	#[arg(short = 'l', long = "log", value_name = "FILTER")]
 	pub log: Vec<String>,

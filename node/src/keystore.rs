@@ -34,10 +34,6 @@ use std::{
 /// Key type of statement keys: `stmt`, upstream's `key_types::STATEMENT`.
 pub const STATEMENT: KeyTypeId = key_types::STATEMENT;
 
-/// Secret URIs of the dev accounts, whose statement keys `--dev` holds.
-pub const DEV_ACCOUNTS: [&str; 6] =
-	["//Alice", "//Bob", "//Charlie", "//Dave", "//Eve", "//Ferdie"];
-
 /// The keystore directory of chain `chain_id` under `base`, as Substrate places it.
 pub fn default_path(base: &Path, chain_id: &str) -> PathBuf {
 	base.join("chains").join(chain_id).join("keystore")
@@ -97,8 +93,8 @@ impl Keystore {
 		};
 		if dev {
 			let mut pairs = keystore.pairs.write();
-			for suri in DEV_ACCOUNTS {
-				if let Some(key) = StatementKey::from_suri(suri) {
+			for name in statement_primitives::dev::DEV_ACCOUNTS {
+				if let Some(key) = StatementKey::from_suri(&statement_primitives::dev::suri(name)) {
 					pairs.insert(key.public(), key.pair);
 				}
 			}
@@ -431,7 +427,7 @@ mod tests {
 	fn dev_keys_are_held_in_memory_only() {
 		let dir = tempfile::tempdir().unwrap();
 		let keystore = Keystore::open(dir.path().join("keystore"), true).unwrap();
-		assert_eq!(keystore.statement_keys(), DEV_ACCOUNTS.len());
+		assert_eq!(keystore.statement_keys(), statement_primitives::dev::DEV_ACCOUNTS.len());
 		let alice = ed25519::Pair::from_string("//Alice", None).unwrap().public();
 		assert!(keystore.has_key(STATEMENT, &alice.0));
 		assert!(!keystore.has_key(KeyTypeId(*b"babe"), &alice.0), "only as statement keys");

@@ -195,16 +195,30 @@ async fn serve(
 		if unsafe_allowed { "allowed" } else { "refused" }
 	);
 
-	let metrics_task = match start_metrics(cmd, store, network, started).await {
-		Ok(task) => task,
+	let (metrics_task, metrics_addr) = match start_metrics(cmd, store, network, started).await {
+		Ok(started) => started.unzip(),
 		Err(err) => {
 			stop_rpc(server).await;
 			return Err(err);
 		}
 	};
+	let ready = Ready { rpc: rpc_addr, prometheus: metrics_addr, store, network: network.as_ref() };
+	if let Some(path) = &cmd.ready_file {
+		if let Err(err) = ready.write(path) {
+			stop_rpc(server).await;
+			if let Some(task) = metrics_task {
+				task.abort();
+			}
+			return Err(err);
+		}
+	}
 
 	shutdown.wait().await;
 	log::info!("Shutting down");
+	if let Some(path) = &cmd.ready_file {
+		// Not ready any more; a file already gone is what is asked for.
+		let _ = std::fs::remove_file(path);
+	}
 	stop_rpc(server).await;
 	if let Some(task) = metrics_task {
 		task.abort();
@@ -212,13 +226,47 @@ async fn serve(
 	Ok(())
 }
 
-/// The Prometheus endpoint's task, unless `--no-prometheus`.
+/// What a started node serves, for `--ready-file`.
+struct Ready<'a> {
+	rpc: SocketAddr,
+	prometheus: Option<SocketAddr>,
+	store: &'a Store,
+	network: &'a statement_network::Network,
+}
+
+impl Ready<'_> {
+	/// Write the readiness file at `path` whole: a reader sees the old file, none, or this.
+	fn write(&self, path: &std::path::Path) -> Result<(), Error> {
+		let peer_id = self.network.local_peer_id().to_string();
+		let listen: Vec<String> =
+			self.network.listen_addresses().iter().map(ToString::to_string).collect();
+		let ready = serde_json::json!({
+			"pid": std::process::id(),
+			"rpc": self.rpc.to_string(),
+			"prometheus": self.prometheus.map(|addr| addr.to_string()),
+			"peer_id": peer_id,
+			"listen": listen,
+			"statements": self.store.len(),
+		});
+		let mut staged = path.as_os_str().to_owned();
+		staged.push(".tmp");
+		let staged = std::path::PathBuf::from(staged);
+		let io =
+			|source| Error::Io { operation: "write the readiness file", path: path.into(), source };
+		std::fs::write(&staged, format!("{ready:#}\n")).map_err(io)?;
+		std::fs::rename(&staged, path).map_err(io)?;
+		log::info!("Ready: wrote {}", path.display());
+		Ok(())
+	}
+}
+
+/// The Prometheus endpoint's task and address, unless `--no-prometheus`.
 async fn start_metrics(
 	cmd: &RunCmd,
 	store: &Store,
 	network: &Arc<statement_network::Network>,
 	started: SystemTime,
-) -> Result<Option<tokio::task::JoinHandle<()>>, Error> {
+) -> Result<Option<(tokio::task::JoinHandle<()>, SocketAddr)>, Error> {
 	if cmd.no_prometheus {
 		return Ok(None);
 	}
@@ -231,7 +279,8 @@ async fn start_metrics(
 	let listener = prometheus::bind(asked).await?;
 	let addr = listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
 	log::info!("Prometheus exporter started at {addr}/metrics");
-	Ok(Some(tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started))))
+	let task = tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started));
+	Ok(Some((task, addr)))
 }
 
 /// Stop the JSON-RPC server and wait until its last call is answered.
