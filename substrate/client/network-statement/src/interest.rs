@@ -169,7 +169,17 @@ mod tests {
 
 	#[test]
 	fn a_full_node_ignores_subscriptions() {
-		let guard = Interest::full().watch(&TopicFilter::Any);
-		drop(guard);
+		let full = Interest::full();
+		assert!(full.shared.is_none(), "a full node keeps no filter to widen");
+		let topics = vec![Topic([1; 32]), Topic([2; 32])];
+		for filter in [
+			TopicFilter::Any,
+			TopicFilter::MatchAll(Vec::new()),
+			TopicFilter::MatchAll(topics.clone()),
+			TopicFilter::MatchAny(topics.clone()),
+		] {
+			let guard = full.watch(&filter);
+			assert!(guard.held.is_none(), "{filter:?} was tracked on a full node");
+		}
 	}
 }

@@ -18,8 +18,8 @@ use statement_network::{
 	identity, parse_address, protocol_name, Config, Multiaddr, Network, PeerId, Role, Version,
 };
 use statement_primitives::testing::{ed25519_pair, TestStatement};
-use statement_primitives::{Statement, StatementAllowance, Topic};
-use statement_store::{MapAllowances, Store};
+use statement_primitives::{Statement, Topic};
+use statement_store::Store;
 use std::{
 	sync::Arc,
 	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -28,8 +28,7 @@ use std::{
 pub const GENESIS: [u8; 32] = [7; 32];
 
 pub fn open_store(dir: &std::path::Path) -> Store {
-	let allowances = MapAllowances::new().with_default(StatementAllowance::new(1_000_000, 1 << 30));
-	Store::open(statement_store::Config::new(dir), Arc::new(allowances)).unwrap()
+	statement_test_support::store::open_admitting(dir)
 }
 
 pub fn signed(n: u32, data_len: usize) -> Statement {
@@ -70,20 +69,12 @@ pub async fn node_in(
 }
 
 /// Wait until `check` holds, `usually` being how long that takes on an idle machine; fails
-/// only past six times that, and never before a minute.
+/// only past the workspace's hang bound for it (six times that, never before a minute).
 pub async fn eventually(what: &str, usually: Duration, mut check: impl FnMut() -> bool) {
-	// A hang detector, not a timing: with the machine busy (other tests, other work on two
-	// cores) connecting and syncing took past 10 and 20 s.
-	let started = Instant::now();
-	let deadline = started + (usually * 6).max(Duration::from_secs(60));
-	while !check() {
-		assert!(
-			Instant::now() < deadline,
-			"timed out waiting for {what}: not seen in {:?} (usually within {usually:?})",
-			started.elapsed()
-		);
-		tokio::time::sleep(Duration::from_millis(20)).await;
-	}
+	let within = statement_test_support::wait::hang_bound(usually);
+	statement_test_support::eventually(what, within, || std::future::ready(check()))
+		.await
+		.unwrap_or_else(|err| panic!("{err} (usually within {usually:?})"));
 }
 
 /// A hand-driven litep2p peer on the statement protocol, for sending what a node never would.
