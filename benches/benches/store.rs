@@ -3,6 +3,9 @@
 //!
 //! `cargo bench -p statement-store-benches` (all), or add a filter: `-- has_statement`.
 
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use statement_primitives::{Hash, Statement, StatementStore};
 use statement_store_benches::{

@@ -1,8 +1,7 @@
 //! Value parsers the harnesses' command lines share (clap derive): numbers and counts that
 //! must be positive, and times given in decimal seconds; and the check that documented
-//! command lines parse.
+//! command lines parse (the test support's, re-exported).
 
-use clap::Parser;
 use std::time::Duration;
 
 /// A positive, finite number, such as a rate or a number of seconds.
@@ -30,21 +29,7 @@ pub fn seconds(text: &str) -> Result<Duration, String> {
 		.ok_or_else(|| format!("{text:?} is not a time in seconds"))
 }
 
-/// `line` (the binary's name, then its arguments split on white space) parsed as `P`.
-pub fn parse_line<P: Parser>(line: &str) -> Result<P, clap::Error> {
-	P::try_parse_from(line.split_whitespace())
-}
-
-/// Panics unless `P`'s definition is sound and each of `lines` parses: for the tests that hold
-/// every invocation the docs give.
-pub fn assert_parses<P: Parser>(lines: &[&str]) {
-	P::command().debug_assert();
-	for line in lines {
-		if let Err(err) = parse_line::<P>(line) {
-			panic!("{line}: {err}");
-		}
-	}
-}
+pub use statement_test_support::cli::{assert_parses, parse_line};
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,9 @@
-//! The benchmark data set, as DESIGN.md describes the reference runs: ed25519-signed
+//! The benchmark data set, as docs/DESIGN.md describes the reference runs: ed25519-signed
 //! statements over 64 accounts, topics (i % 10, 1000 + i % 100), 256-byte data.
 
 use sp_core::{ed25519, Pair};
 use statement_primitives::testing::TestStatement;
-use statement_primitives::{DecryptionKey, Statement, StatementAllowance, Topic};
+use statement_primitives::{DecryptionKey, Statement, Topic};
 use statement_store::{Clock, Config, MapAllowances};
 use std::{
 	path::Path,
@@ -80,7 +80,7 @@ pub fn keys() -> Vec<ed25519::Pair> {
 
 /// Allowances large enough that nothing is evicted.
 pub fn unlimited() -> Arc<MapAllowances> {
-	Arc::new(MapAllowances::new().with_default(StatementAllowance::new(u32::MAX, u32::MAX)))
+	Arc::new(MapAllowances::unlimited())
 }
 
 /// The body cache the stores a benchmark opens get, in bytes; 0 keeps the store's default.

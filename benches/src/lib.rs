@@ -4,12 +4,12 @@
 //! the reference implementation's first stage does, with statement bodies in parity-db. It
 //! exists only so that every figure can be reported as a ratio measured in one run.
 //!
-//! The harnesses that run the real node share [`node`] (one launcher: a `statement-node` child
-//! process, ready once its RPC and metrics ports both answer), [`chain_spec`] (unlimited
-//! allowances for the signing accounts), [`metrics`] (its Prometheus endpoint), [`procfs`]
-//! (what a process costs, from `/proc`), [`client`] (JSON-RPC over HTTP or a WebSocket) and
-//! [`latency`], and [`cli`] their command lines' value parsers; [`random`] gives `crash_load`
-//! and `simulate` draws that one seed repeats.
+//! The harnesses that run the real node share [`node`] (the workspace's launcher: a
+//! `statement-node` child process, ready once it has written its readiness file),
+//! [`chain_spec`] (unlimited allowances for the signing accounts), [`metrics`] (its
+//! Prometheus endpoint, where a missing metric is an error), [`procfs`] (what a process
+//! costs, from `/proc`), [`client`] (JSON-RPC over HTTP or a WebSocket) and [`latency`], and
+//! [`cli`] their command lines' value parsers.
 
 pub mod baseline;
 pub mod chain_spec;
@@ -18,8 +18,11 @@ pub mod client;
 pub mod fill;
 pub mod fixture;
 pub mod latency;
-pub mod metrics;
 pub mod node;
+
+/// A node's metrics and the names the harnesses read (`statement-test-support`'s).
+pub mod metrics {
+	pub use statement_test_support::metrics::{names::*, Metrics, Sample};
+}
 pub mod procfs;
-pub mod random;
 pub mod workload;

@@ -206,6 +206,18 @@ pub fn on_every_core<T: Send>(from: u32, to: u32, make: impl Fn(u32) -> T + Sync
 	})
 }
 
+/// `work(item)` for every item, the items split over every core.
+pub fn for_each_on_every_core<T: Send>(items: &mut [T], work: impl Fn(&mut T) + Sync) {
+	let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+	let per_thread = items.len().div_ceil(threads).max(1);
+	let work = &work;
+	std::thread::scope(|scope| {
+		for chunk in items.chunks_mut(per_thread) {
+			scope.spawn(move || chunk.iter_mut().for_each(work));
+		}
+	});
+}
+
 /// Statements that expire at `expiry` (unix seconds), for maintenance.
 pub fn expiring(from: u32, to: u32, expiry: u32, keys: &[ed25519::Pair]) -> Vec<Statement> {
 	(from..to).map(|i| fixture::statement_expiring(i, expiry, keys)).collect()

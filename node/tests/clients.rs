@@ -26,7 +26,8 @@ const ZERO_HASH: &str = "0x00000000000000000000000000000000000000000000000000000
 /// logged at start ("Statement gossip on /<genesis hex>/statement/1").
 fn start_reading_protocol(args: &[&str]) -> (Node, String) {
 	let args: Vec<&str> = args.iter().copied().chain(["--no-prometheus"]).collect();
-	let (node, logs) = Node::start_logged(&args);
+	let node = common::start(&args);
+	let logs = node.startup_log().to_vec();
 	let protocol = logs
 		.iter()
 		.find_map(|line| line.split("Statement gossip on /").nth(1))
@@ -37,7 +38,7 @@ fn start_reading_protocol(args: &[&str]) -> (Node, String) {
 }
 
 fn http(node: &Node) -> HttpClient {
-	HttpClientBuilder::default().build(node.http()).unwrap()
+	HttpClientBuilder::default().build(node.http_url()).unwrap()
 }
 
 /// A chain spec file: the built-in `chain` with `properties` set.
@@ -136,7 +137,7 @@ async fn system_properties_come_from_the_chain_spec() {
 	assert_eq!(bare_genesis, custom_genesis);
 	drop(node);
 
-	let node = Node::start(&["--dev", "--no-prometheus"]);
+	let node = common::start(&["--dev", "--no-prometheus"]);
 	let answer: Value = http(&node).request("system_properties", rpc_params![]).await.unwrap();
 	assert_eq!(answer, json!({ "ss58Format": 42 }));
 }
@@ -221,7 +222,7 @@ async fn legacy_storage_reads_answer_from_the_genesis_storage_and_null_for_code(
 #[tokio::test]
 async fn head_and_version_subscriptions_send_once_over_websocket_and_then_stay_quiet() {
 	let (node, genesis) = start_reading_protocol(&["--dev"]);
-	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let ws = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let header: Value = http(&node).request("chain_getHeader", rpc_params![]).await.unwrap();
 	let version: Value =
 		http(&node).request("state_getRuntimeVersion", rpc_params![]).await.unwrap();
@@ -248,7 +249,7 @@ async fn head_and_version_subscriptions_send_once_over_websocket_and_then_stay_q
 
 #[tokio::test]
 async fn rpc_methods_lists_what_clients_probe() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
+	let node = common::start(&["--dev", "--no-prometheus"]);
 	let methods: Value = http(&node).request("rpc_methods", rpc_params![]).await.unwrap();
 	let methods = methods["methods"].as_array().unwrap();
 	for name in [

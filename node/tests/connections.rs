@@ -3,13 +3,13 @@
 
 mod common;
 
-use common::Node;
 use jsonrpsee::{
 	core::client::{ClientT, SubscriptionClientT},
 	rpc_params,
 	ws_client::WsClientBuilder,
 };
 use serde_json::{json, Value};
+use statement_test_support::{http, ws};
 use std::{
 	io::{Read, Write},
 	net::TcpStream,
@@ -39,28 +39,9 @@ fn slow_body_sender(port: u16) -> TcpStream {
 
 /// A completed WebSocket handshake that then never sends a frame.
 fn idle_websocket(port: u16) -> TcpStream {
-	let mut stream = connect(port);
+	let stream = ws::connect(port).unwrap_or_else(|err| panic!("{err}"));
+	stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
 	stream
-		.write_all(
-			b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-		)
-		.unwrap();
-	let head = read_head(&mut stream);
-	assert!(head.starts_with("HTTP/1.1 101"), "the upgrade was refused: {head}");
-	stream
-}
-
-/// Everything up to the blank line after the headers.
-fn read_head(stream: &mut TcpStream) -> String {
-	let mut head = Vec::new();
-	let mut byte = [0u8; 1];
-	while !head.ends_with(b"\r\n\r\n") {
-		match stream.read(&mut byte) {
-			Ok(1) => head.push(byte[0]),
-			_ => break,
-		}
-	}
-	String::from_utf8_lossy(&head).into_owned()
 }
 
 /// One JSON-RPC call over a fresh HTTP connection; the whole response, or why there is none.
@@ -119,15 +100,16 @@ fn slots_flag() -> String {
 #[tokio::test]
 async fn slow_body_senders_do_not_lock_out_requests_or_evict_a_working_session() {
 	let slots = slots_flag();
-	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", &slots]);
-	let session = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", &slots]);
+	let session = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let _: Value = session.request("system_health", rpc_params![]).await.unwrap();
 	// Twice as many as there are slots: every slot that is not the session's ends up held by
 	// a sender that never finishes its body.
-	let _senders: Vec<TcpStream> = (0..2 * SLOTS).map(|_| slow_body_sender(node.port)).collect();
+	let _senders: Vec<TcpStream> =
+		(0..2 * SLOTS).map(|_| slow_body_sender(node.rpc_port())).collect();
 	std::thread::sleep(Duration::from_millis(300));
-	legitimate_calls_are_served(node.port, 10);
-	let fresh = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	legitimate_calls_are_served(node.rpc_port(), 10);
+	let fresh = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let _: Value = fresh.request("system_health", rpc_params![]).await.unwrap();
 	let _: Value = session.request("system_health", rpc_params![]).await.unwrap();
 }
@@ -135,32 +117,32 @@ async fn slow_body_senders_do_not_lock_out_requests_or_evict_a_working_session()
 #[tokio::test]
 async fn idle_websocket_upgrades_do_not_lock_out_requests() {
 	let slots = slots_flag();
-	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", &slots]);
-	let _idle: Vec<TcpStream> = (0..SLOTS).map(|_| idle_websocket(node.port)).collect();
-	legitimate_calls_are_served(node.port, 10);
-	let fresh = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", &slots]);
+	let _idle: Vec<TcpStream> = (0..SLOTS).map(|_| idle_websocket(node.rpc_port())).collect();
+	legitimate_calls_are_served(node.rpc_port(), 10);
+	let fresh = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let _: Value = fresh.request("system_health", rpc_params![]).await.unwrap();
 }
 
 #[test]
 fn connections_that_never_finish_a_request_are_closed_after_the_request_timeout() {
-	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-request-timeout", "1"]);
-	let mut sender = slow_body_sender(node.port);
-	let mut upgrade = idle_websocket(node.port);
-	let mut silent = connect(node.port);
+	let node = common::start(&["--tmp", "--no-prometheus", "--rpc-request-timeout", "1"]);
+	let mut sender = slow_body_sender(node.rpc_port());
+	let mut upgrade = idle_websocket(node.rpc_port());
+	let mut silent = connect(node.rpc_port());
 	for (what, stream) in
 		[("slow body", &mut sender), ("idle upgrade", &mut upgrade), ("silent", &mut silent)]
 	{
 		assert!(closed_within(stream, Duration::from_secs(5)), "the {what} connection stayed open");
 	}
-	legitimate_calls_are_served(node.port, 1);
+	legitimate_calls_are_served(node.rpc_port(), 1);
 }
 
 #[test]
 fn an_oversized_body_is_read_and_answered_413_with_a_json_rpc_error() {
-	let node = Node::start(&["--tmp", "--no-prometheus"]);
+	let node = common::start(&["--tmp", "--no-prometheus"]);
 	let body = vec![b' '; 17 * 1024 * 1024];
-	let mut stream = connect(node.port);
+	let mut stream = connect(node.rpc_port());
 	let head = format!(
 		"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
 		body.len()
@@ -169,7 +151,7 @@ fn an_oversized_body_is_read_and_answered_413_with_a_json_rpc_error() {
 	// A client that sends its whole request before it reads, as most do.
 	let sent = stream.write_all(&body);
 	assert!(sent.is_ok(), "the node reset the connection while the body was sent: {sent:?}");
-	let head = read_head(&mut stream);
+	let head = http::read_head(&mut stream).unwrap();
 	assert!(head.starts_with("HTTP/1.1 413"), "{head}");
 	let length: usize = head
 		.lines()
@@ -187,8 +169,8 @@ fn an_oversized_body_is_read_and_answered_413_with_a_json_rpc_error() {
 #[tokio::test]
 async fn the_subscription_past_the_per_connection_limit_is_refused_with_a_clear_error() {
 	let node =
-		Node::start(&["--tmp", "--no-prometheus", "--rpc-max-subscriptions-per-connection", "2"]);
-	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+		common::start(&["--tmp", "--no-prometheus", "--rpc-max-subscriptions-per-connection", "2"]);
+	let ws = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let subscribe = || {
 		ws.subscribe::<Value, _>(
 			"statement_subscribeStatement",
@@ -214,27 +196,19 @@ async fn the_subscription_past_the_per_connection_limit_is_refused_with_a_clear_
 #[cfg(target_os = "linux")]
 #[test]
 fn the_soft_file_descriptor_limit_is_raised_to_the_hard_limit_at_start() {
-	use std::os::unix::process::CommandExt;
 	let mut hard = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
 	assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut hard) }, 0);
-	if hard.rlim_max <= 256 {
-		eprintln!("skipped: the hard descriptor limit ({}) leaves nothing to raise", hard.rlim_max);
-		return;
-	}
-	let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_statement-node"));
-	unsafe {
-		command.pre_exec(|| {
-			let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-			libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-			limit.rlim_cur = 256;
-			if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-				return Err(std::io::Error::last_os_error());
-			}
-			Ok(())
-		});
-	}
-	let (node, startup) = Node::start_command(command, &["--dev", "--no-prometheus"]);
+	assert!(
+		hard.rlim_max > 256,
+		"the hard descriptor limit ({}) leaves nothing to raise: run with a higher one",
+		hard.rlim_max
+	);
+	let node = common::launch(&["--dev", "--no-prometheus"])
+		.soft_descriptor_limit(256)
+		.start()
+		.unwrap_or_else(|err| panic!("{err}"));
+	let startup = node.startup_log();
 	let raised = format!("File descriptor limit raised from 256 to {}", hard.rlim_max);
 	assert!(startup.iter().any(|line| line.contains(&raised)), "{raised:?} not in {startup:#?}");
-	assert!(node.stop().success());
+	assert!(node.stop().unwrap().success());
 }

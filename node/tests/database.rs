@@ -2,7 +2,6 @@
 
 mod common;
 
-use common::Node;
 use jsonrpsee::{core::client::ClientT, http_client::HttpClientBuilder, rpc_params};
 use serde_json::Value;
 use std::process::{Command, Output};
@@ -22,8 +21,8 @@ fn signed(data: &str) -> String {
 async fn check_db_refuses_a_running_node_passes_a_sound_database_and_repair_rebuilds_it() {
 	let base = tempfile::tempdir().unwrap();
 	let base_path = base.path().to_str().unwrap();
-	let node = Node::start(&["--chain", "dev", "-d", base_path, "--no-prometheus"]);
-	let client = HttpClientBuilder::default().build(node.http()).unwrap();
+	let node = common::start(&["--chain", "dev", "-d", base_path, "--no-prometheus"]);
+	let client = HttpClientBuilder::default().build(node.http_url()).unwrap();
 	for n in 0..5 {
 		let result: Value = client
 			.request("statement_submit", rpc_params![signed(&format!("n{n}"))])
@@ -36,7 +35,7 @@ async fn check_db_refuses_a_running_node_passes_a_sound_database_and_repair_rebu
 	assert!(!busy.status.success());
 	let stderr = String::from_utf8_lossy(&busy.stderr);
 	assert!(stderr.contains("in use by another process"), "{stderr}");
-	assert!(node.stop().success());
+	assert!(node.stop().unwrap().success());
 
 	let check = node_command(&["check-db", "--chain", "dev", "-d", base_path]);
 	let stdout = String::from_utf8_lossy(&check.stdout);
@@ -55,14 +54,9 @@ async fn check_db_refuses_a_running_node_passes_a_sound_database_and_repair_rebu
 
 #[test]
 fn stopping_a_tmp_node_closes_the_store_before_its_directory_goes() {
-	let mut node = Node::start(&["--tmp", "--chain", "dev", "--no-prometheus"]);
-	let logs = std::mem::replace(&mut node.logs, std::sync::mpsc::channel().1);
-	assert!(node.stop().success());
-	// The log reader ends when the node's stderr closes.
-	let mut lines = Vec::new();
-	while let Ok(line) = logs.recv_timeout(std::time::Duration::from_secs(10)) {
-		lines.push(line);
-	}
+	let node = common::start(&["--tmp", "--chain", "dev", "--no-prometheus"]);
+	let (status, lines) = node.stop_logged().unwrap();
+	assert!(status.success());
 	assert!(lines.iter().any(|line| line.contains("Statement store closed")), "{lines:#?}");
 	let trouble: Vec<&String> =
 		lines.iter().filter(|line| line.contains("WARN") || line.contains("ERROR")).collect();

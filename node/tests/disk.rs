@@ -3,14 +3,14 @@
 //! submits, and take submits again once the other process lets go.
 //!
 //! parity-db writes its tables through memory maps; a page of a file grown sparse has no block
-//! behind it, and writing it on a full file system kills the process with SIGBUS. Before the
-//! vendored parity-db reserved its blocks, this test died that way.
+//! behind it, and writing one on a full file system is a SIGBUS. The vendored parity-db
+//! allocates the blocks before it writes through the map, which this test holds.
 //!
-//! Needs root (to mount the tmpfs); prints that it skipped otherwise.
+//! Needs root (to mount the tmpfs): the test is in `needs_root`, ignored unless asked for
+//! (`cargo test -- --ignored needs_root::`), and fails where it cannot mount.
 
 mod common;
 
-use common::Node;
 use jsonrpsee::{
 	core::client::ClientT,
 	http_client::{HttpClient, HttpClientBuilder},
@@ -20,43 +20,12 @@ use serde_json::Value;
 use sp_core::{sr25519, Pair};
 use statement_primitives::testing::TestStatement;
 use statement_primitives::{Statement, Topic};
+use statement_test_support::privileged::{free_bytes, Tmpfs};
 use std::{
 	path::{Path, PathBuf},
 	process::Command,
 	time::{Duration, Instant},
 };
-
-/// A tmpfs of a fixed size, unmounted when dropped; `None` where mounting is not permitted.
-struct Tmpfs {
-	_dir: tempfile::TempDir,
-	path: PathBuf,
-}
-
-impl Tmpfs {
-	fn mount(mib: u64) -> Option<Tmpfs> {
-		let dir = tempfile::tempdir().ok()?;
-		let path = dir.path().to_path_buf();
-		let mounted = Command::new("mount")
-			.args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-			.arg(&path)
-			.output()
-			.ok()?;
-		mounted.status.success().then_some(Tmpfs { _dir: dir, path })
-	}
-}
-
-impl Drop for Tmpfs {
-	fn drop(&mut self) {
-		let _ = Command::new("umount").arg(&self.path).status();
-	}
-}
-
-fn free_bytes(dir: &Path) -> u64 {
-	let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-	let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-	assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut stat) }, 0);
-	stat.f_bavail as u64 * stat.f_frsize as u64
-}
 
 const FILLER_DIR: &str = "STATEMENT_NODE_TEST_FILLER_DIR";
 
@@ -182,9 +151,9 @@ async fn count_on(client: &HttpClient, topic: Topic) -> usize {
 
 /// One run: returns what it saw, for the log.
 async fn one_run(run: usize, keys: &[sr25519::Pair]) -> String {
-	let tmpfs = Tmpfs::mount(160).expect("mounted before");
-	let base = tmpfs.path.join("node");
-	let mut node = Node::start(&[
+	let tmpfs = Tmpfs::mount(160);
+	let base = tmpfs.path().join("node");
+	let mut node = common::start(&[
 		"--chain",
 		"dev",
 		"-d",
@@ -195,9 +164,9 @@ async fn one_run(run: usize, keys: &[sr25519::Pair]) -> String {
 	]);
 	let client = HttpClientBuilder::default()
 		.request_timeout(Duration::from_secs(60))
-		.build(node.http())
+		.build(node.http_url())
 		.unwrap();
-	let topic = Topic(sp_crypto_hashing::blake2_256(format!("disk-{run}").as_bytes()));
+	let topic = Topic::from_name(&format!("disk-{run}"));
 	let mut n = 0u32;
 	let mut accepted = 0usize;
 	// Some statements in before the other process arrives.
@@ -208,7 +177,7 @@ async fn one_run(run: usize, keys: &[sr25519::Pair]) -> String {
 	}
 
 	// The other process takes the disk while statements keep coming on four connections.
-	let filler = Filler::start(&tmpfs.path);
+	let filler = Filler::start(tmpfs.path());
 	let started = Instant::now();
 	let mut refusals = Vec::new();
 	while started.elapsed() < Duration::from_secs(4) {
@@ -224,7 +193,7 @@ async fn one_run(run: usize, keys: &[sr25519::Pair]) -> String {
 				Err(refusal) => refusals.push(refusal),
 			}
 		}
-		if let Some(status) = node.child.try_wait().unwrap() {
+		if let Some(status) = node.child_mut().try_wait().unwrap() {
 			panic!(
 				"run {run}: the node died ({status}) while the disk was full; refusals so far: {:?}",
 				refusals.iter().take(3).collect::<Vec<_>>()
@@ -255,15 +224,15 @@ async fn one_run(run: usize, keys: &[sr25519::Pair]) -> String {
 	assert_eq!(last, Ok("new".into()), "run {run}: submits never resumed after space returned");
 	accepted += 1;
 	assert_eq!(count_on(&client, topic).await, accepted, "run {run}: reads after");
-	assert!(node.child.try_wait().unwrap().is_none(), "run {run}: the node died");
+	assert!(node.child_mut().try_wait().unwrap().is_none(), "run {run}: the node died");
 	// And a restart finds every acknowledged statement.
-	let logs = std::mem::replace(&mut node.logs, std::sync::mpsc::channel().1);
-	assert!(node.stop().success(), "run {run}: the node did not stop cleanly");
-	for line in logs.try_iter().filter(|line| line.contains("WARN") || line.contains("ERROR")) {
+	let (status, logs) = node.stop_logged().unwrap();
+	assert!(status.success(), "run {run}: the node did not stop cleanly");
+	for line in logs.iter().filter(|line| line.contains("WARN") || line.contains("ERROR")) {
 		eprintln!("run {run} node: {line}");
 	}
-	let node = Node::start(&["--chain", "dev", "-d", base.to_str().unwrap(), "--no-prometheus"]);
-	let client = HttpClientBuilder::default().build(node.http()).unwrap();
+	let node = common::start(&["--chain", "dev", "-d", base.to_str().unwrap(), "--no-prometheus"]);
+	let client = HttpClientBuilder::default().build(node.http_url()).unwrap();
 	assert_eq!(count_on(&client, topic).await, accepted, "run {run}: after a restart");
 	format!(
 		"run {run}: {accepted} accepted, {} refused while full; the filler took {took}",
@@ -271,24 +240,23 @@ async fn one_run(run: usize, keys: &[sr25519::Pair]) -> String {
 	)
 }
 
-/// `STATEMENT_NODE_DISK_FULL_RUNS` runs (3 by default; 10 for the record in the README).
-#[tokio::test]
-async fn another_process_filling_the_disk_neither_kills_the_node_nor_loses_a_statement() {
-	if Tmpfs::mount(1).is_none() {
-		eprintln!(
-			"skipped: cannot mount a tmpfs here (needs root); the full-disk test did not run"
-		);
-		return;
-	}
-	let keys: Vec<sr25519::Pair> = ["//Alice", "//Bob", "//Charlie", "//Dave"]
-		.iter()
-		.map(|suri| sr25519::Pair::from_string(suri, None).unwrap())
-		.collect();
-	let runs: usize = std::env::var("STATEMENT_NODE_DISK_FULL_RUNS")
-		.ok()
-		.and_then(|runs| runs.parse().ok())
-		.unwrap_or(3);
-	for run in 0..runs {
-		eprintln!("{}", one_run(run, &keys).await);
+mod needs_root {
+	use super::*;
+
+	/// `STATEMENT_NODE_DISK_FULL_RUNS` runs (3 by default).
+	#[tokio::test]
+	#[ignore = "needs root: mounts a tmpfs; run with --ignored needs_root::"]
+	async fn another_process_filling_the_disk_neither_kills_the_node_nor_loses_a_statement() {
+		let keys: Vec<sr25519::Pair> = ["//Alice", "//Bob", "//Charlie", "//Dave"]
+			.iter()
+			.map(|suri| sr25519::Pair::from_string(suri, None).unwrap())
+			.collect();
+		let runs: usize = std::env::var("STATEMENT_NODE_DISK_FULL_RUNS")
+			.ok()
+			.and_then(|runs| runs.parse().ok())
+			.unwrap_or(3);
+		for run in 0..runs {
+			eprintln!("{}", one_run(run, &keys).await);
+		}
 	}
 }

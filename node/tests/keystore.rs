@@ -4,6 +4,8 @@
 
 mod common;
 
+use statement_test_support::{hex::encode as hex, topic::named as topic};
+
 use common::Node;
 use jsonrpsee::{
 	core::{client::ClientT, ClientError},
@@ -15,14 +17,6 @@ use sp_core::{ed25519, sr25519, Pair};
 use statement_primitives::testing::TestStatement;
 use statement_primitives::{Statement, Topic};
 use std::{path::Path, process::Command, time::Duration};
-
-fn topic(text: &str) -> Topic {
-	Topic(sp_crypto_hashing::blake2_256(text.as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-	format!("0x{}", ::hex::encode(bytes))
-}
 
 fn ed25519_public(suri: &str) -> ed25519::Public {
 	ed25519::Pair::from_string(suri, None).unwrap().public()
@@ -39,7 +33,7 @@ fn encrypted(signer: &str, topic: Topic, dest: &ed25519::Public, data: &[u8]) ->
 }
 
 fn client(node: &Node) -> HttpClient {
-	HttpClientBuilder::default().build(node.http()).unwrap()
+	HttpClientBuilder::default().build(node.http_url()).unwrap()
 }
 
 async fn submit(http: &HttpClient, statement: &Statement) {
@@ -66,7 +60,7 @@ fn error(result: Result<Value, ClientError>) -> (i32, String) {
 
 #[tokio::test]
 async fn a_dev_node_decrypts_data_posted_to_alice_and_skips_what_it_cannot() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
+	let node = common::start(&["--dev", "--no-prometheus"]);
 	let http = client(&node);
 	let alice = ed25519_public("//Alice");
 	let stranger = ed25519::Pair::generate().0.public();
@@ -120,7 +114,7 @@ async fn a_dev_node_decrypts_data_posted_to_alice_and_skips_what_it_cannot() {
 
 #[tokio::test]
 async fn sign_encrypt_makes_a_statement_that_posted_clear_reads_back() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
+	let node = common::start(&["--dev", "--no-prometheus"]);
 	let http = client(&node);
 	let alice = ed25519_public("//Alice");
 	// The key the README's walkthrough encrypts to.
@@ -161,7 +155,7 @@ async fn an_inserted_key_decrypts_at_once_and_after_a_restart() {
 	let t = topic("inserted");
 	let statement = encrypted("//Alice", t, &public, b"kept secret");
 	{
-		let node = Node::start(&["-d", base_path, "--no-prometheus"]);
+		let node = common::start(&["-d", base_path, "--no-prometheus"]);
 		let http = client(&node);
 		submit(&http, &statement).await;
 		assert!(posted_clear(&http, &[t], &public.0).await.is_empty(), "not yet a key it holds");
@@ -212,7 +206,7 @@ async fn an_inserted_key_decrypts_at_once_and_after_a_restart() {
 		assert!(has_key(&http, &public.0, "stmt").await);
 		assert!(!has_key(&http, &public.0, "babe").await, "another key type");
 		assert_eq!(posted_clear(&http, &[t], &public.0).await, vec![hex(b"kept secret")]);
-		assert!(node.stop().success());
+		assert!(node.stop().unwrap().success());
 	}
 	let file = base
 		.path()
@@ -220,7 +214,7 @@ async fn an_inserted_key_decrypts_at_once_and_after_a_restart() {
 		.join(format!("73746d74{}", ::hex::encode(public.0)));
 	assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("\"{suri}\""));
 
-	let node = Node::start(&["-d", base_path, "--no-prometheus"]);
+	let node = common::start(&["-d", base_path, "--no-prometheus"]);
 	let http = client(&node);
 	assert!(has_key(&http, &public.0, "stmt").await, "the key survived the restart");
 	assert_eq!(posted_clear(&http, &[t], &public.0).await, vec![hex(b"kept secret")]);
@@ -251,8 +245,8 @@ async fn keystore_path_files_are_used_and_a_malformed_one_is_reported_once() {
 	)
 	.unwrap();
 	let keys_path = keys.to_str().unwrap();
-	let (node, startup) =
-		Node::start_logged(&["--dev", "--no-prometheus", "--keystore-path", keys_path]);
+	let node = common::start(&["--dev", "--no-prometheus", "--keystore-path", keys_path]);
+	let startup = node.startup_log().to_vec();
 	let said = |text: &str| startup.iter().filter(|line| line.contains(text)).count();
 	assert_eq!(said(&format!("Keystore: {keys_path} (7 statement keys)")), 1, "{startup:#?}");
 	let malformed = |line: &&String| line.contains(&broken_name) && !line.contains("other users");
@@ -277,13 +271,13 @@ async fn keystore_path_files_are_used_and_a_malformed_one_is_reported_once() {
 	assert!(!has_key(&http, &broken.0, "stmt").await);
 	std::thread::sleep(Duration::from_millis(300));
 	let later: Vec<String> =
-		node.logs.try_iter().filter(|line| line.contains(&broken_name)).collect();
+		node.logs().try_iter().filter(|line| line.contains(&broken_name)).collect();
 	assert!(later.is_empty(), "the malformed file is not reported again: {later:#?}");
 }
 
 #[tokio::test]
 async fn key_methods_are_refused_unless_unsafe_methods_are_allowed() {
-	let node = Node::start(&["--dev", "--no-prometheus", "--rpc-methods", "safe"]);
+	let node = common::start(&["--dev", "--no-prometheus", "--rpc-methods", "safe"]);
 	let http = client(&node);
 	let public = ed25519_public("//Refused");
 	let (code, message) = error(

@@ -9,6 +9,7 @@ use jsonrpsee::{core::client::ClientT, http_client::HttpClientBuilder, rpc_param
 use serde_json::{json, Value};
 use sp_core::{sr25519, Pair};
 use statement_primitives::{Statement, Topic};
+use statement_test_support::{metrics::Metrics, privileged};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// zombienet's key for a node named `alice`.
@@ -18,7 +19,7 @@ const ALICE_KEY: &str = "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71d
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn call(node: &Node, method: &str) -> Value {
-	let client = HttpClientBuilder::default().build(node.http()).unwrap();
+	let client = HttpClientBuilder::default().build(node.http_url()).unwrap();
 	client.request(method, rpc_params![]).await.unwrap()
 }
 
@@ -35,11 +36,11 @@ fn signed_on(topic: Topic, data: &[u8]) -> String {
 
 /// Submit `data` on `topic` to `from` and wait (hang detector) until `to` serves it.
 async fn gossiped(from: &Node, to: &Node, topic: Topic, data: &[u8]) {
-	let from_rpc = HttpClientBuilder::default().build(from.http()).unwrap();
+	let from_rpc = HttpClientBuilder::default().build(from.http_url()).unwrap();
 	let result: Value =
 		from_rpc.request("statement_submit", rpc_params![signed_on(topic, data)]).await.unwrap();
 	assert_eq!(result, json!({"status": "new"}));
-	let to_rpc = HttpClientBuilder::default().build(to.http()).unwrap();
+	let to_rpc = HttpClientBuilder::default().build(to.http_url()).unwrap();
 	let topics = json!([format!("0x{}", hex::encode(topic.0))]);
 	let wanted = json!(format!("0x{}", hex::encode(data)));
 	let deadline = Instant::now() + Duration::from_secs(60);
@@ -65,45 +66,13 @@ async fn peers_reach(node: &Node, peer: &Node, count: u64, what: &str) {
 		}
 		if Instant::now() >= deadline {
 			let tail = |node: &Node| {
-				let lines: Vec<String> = node.logs.try_iter().collect();
+				let lines: Vec<String> = node.logs().try_iter().collect();
 				lines[lines.len().saturating_sub(40)..].join("\n")
 			};
 			panic!("{what}: {health}\nits log:\n{}\nthe peer's:\n{}", tail(node), tail(peer));
 		}
 		tokio::time::sleep(Duration::from_millis(100)).await;
 	}
-}
-
-/// The process's soft descriptor limit raised to its hard limit; `None` if the hard limit is
-/// below `needed`.
-#[cfg(target_os = "linux")]
-fn descriptors_for_the_test(needed: u64) -> Option<()> {
-	let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-	assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
-	if limit.rlim_max < needed {
-		eprintln!("skipped: the hard descriptor limit {} is below {needed}", limit.rlim_max);
-		return None;
-	}
-	limit.rlim_cur = limit.rlim_max;
-	assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
-	Some(())
-}
-
-/// A node whose soft descriptor limit is `limit` and stays there (its hard limit too).
-#[cfg(target_os = "linux")]
-fn start_with_descriptors(limit: u64, args: &[&str]) -> Node {
-	use std::os::unix::process::CommandExt;
-	let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_statement-node"));
-	unsafe {
-		command.pre_exec(move || {
-			let low = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-			if libc::setrlimit(libc::RLIMIT_NOFILE, &low) != 0 {
-				return Err(std::io::Error::last_os_error());
-			}
-			Ok(())
-		});
-	}
-	Node::start_command(command, args).0
 }
 
 /// An idle TCP connection to `port` on 127.0.0.1 from 127.0.0.2: a second address of the
@@ -226,11 +195,11 @@ struct Target {
 
 #[cfg(target_os = "linux")]
 async fn target(args: &[&str]) -> Target {
-	let common = ["--dev", "--prometheus-port", "0", "--node-key", ALICE_KEY, "--no-discovery"];
+	let common = ["--dev", "--node-key", ALICE_KEY, "--no-discovery"];
 	let all: Vec<&str> = common.iter().chain(args).copied().collect();
-	let mut node = start_with_descriptors(256, &all);
-	let rest = common::wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
-	let prometheus = common::port_of(rest.trim_end_matches("/metrics"));
+	let node =
+		common::launch(&all).descriptor_limit(256).start().unwrap_or_else(|err| panic!("{err}"));
+	let prometheus = node.metrics_port().unwrap();
 	let listen = call(&node, "system_localListenAddresses").await;
 	let address = listen[0].as_str().unwrap().to_string();
 	let port = address.split('/').nth(4).unwrap().parse().unwrap();
@@ -239,94 +208,93 @@ async fn target(args: &[&str]) -> Target {
 
 /// A metric's value from the node's Prometheus endpoint (`name` with its labels).
 fn metric(prometheus_port: u16, name: &str) -> f64 {
-	let answer = common::http_exchange(
-		prometheus_port,
-		"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-	);
-	let body = answer.body;
-	body.lines()
-		.find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-		.unwrap_or_else(|| panic!("no {name} in {body}"))
+	Metrics::scrape(prometheus_port)
+		.and_then(|metrics| metrics.value(name))
+		.unwrap_or_else(|err| panic!("{err}"))
 }
 
-/// Thousands of idle connections from one address, against a node with 256 descriptors: it
-/// keeps 32 of them and closes the rest as they come, so a real peer connects and gossips
-/// while the flood goes on, and after. Before the per-address bound, the flood took every
-/// descriptor and the listener ended for good ("Too many open files").
-#[cfg(target_os = "linux")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_connections_from_one_address_leave_the_port_to_real_peers() {
-	let _alone = ONE_AT_A_TIME.lock().await;
-	if descriptors_for_the_test(8_192).is_none() {
-		return;
-	}
-	let Target { node: alice, prometheus, address, port } = target(&[]).await;
-	let flood = Flood::start(port, 3_000);
-	// Let the flood reach its size before the peer comes.
-	let deadline = Instant::now() + Duration::from_secs(60);
-	while metric(prometheus, "statement_network_inbound_refused_total{limit=\"per_address\"}")
-		< 1_000.0
-	{
-		assert!(Instant::now() < deadline, "the flood never met the per-address bound");
-		tokio::time::sleep(Duration::from_millis(200)).await;
-	}
-	let bob = Node::start(&["--dev", "--no-prometheus", "--no-discovery", "--bootnodes", &address]);
-	peers_reach(&bob, &alice, 1, "bob never connected to alice under the flood").await;
-	let topic = Topic(sp_crypto_hashing::blake2_256(b"flood"));
-	gossiped(&alice, &bob, topic, b"during the flood").await;
-	let held = metric(prometheus, "statement_network_inbound_connections");
-	assert!(held <= 32.0 + 4.0, "alice holds {held} inbound connections");
-	assert_eq!(metric(prometheus, "statement_network_listener_accept_errors_total"), 0.0);
-	let refused =
-		metric(prometheus, "statement_network_inbound_refused_total{limit=\"per_address\"}");
-	let opened = flood.end();
-	eprintln!("flood: {opened} connections opened, {refused} closed on accept, {held} held");
-	assert!(opened >= 3_000, "the flood opened only {opened} connections");
-	gossiped(&bob, &alice, topic, b"after the flood").await;
-	let charlie =
-		Node::start(&["--dev", "--no-prometheus", "--no-discovery", "--bootnodes", &address]);
-	peers_reach(&charlie, &alice, 1, "charlie never connected to alice after the flood").await;
-	gossiped(&alice, &charlie, topic, b"to a newcomer").await;
-}
+/// The floods need 8,192 descriptors in the test process.
+mod needs_root {
+	use super::*;
 
-/// With the bounds lifted above the descriptor limit, the flood does exhaust the node's
-/// descriptors and `accept` fails: the listener pauses, logs, counts it, and accepts again
-/// once the flood ends, so a peer joins without a restart. Before, the listener ended on the
-/// first failed accept and the port stayed closed.
-#[cfg(target_os = "linux")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_listener_accepts_again_after_descriptors_run_out() {
-	let _alone = ONE_AT_A_TIME.lock().await;
-	if descriptors_for_the_test(8_192).is_none() {
-		return;
-	}
-	let Target { node: mut alice, prometheus, address, port } =
-		target(&["--max-connections-per-ip", "100000", "--max-inbound-connections", "100000"])
-			.await;
-	let flood = Flood::start(port, 1_000);
-	common::wait_for_log(
-		&alice.logs,
-		"accepting a connection failed; the listener pauses and tries again",
-		&mut alice.child,
-	);
-	// Failed accepts in a row: the pause grows, the listener stays.
-	tokio::time::sleep(Duration::from_secs(3)).await;
-	flood.end();
-	// The flood's connections wait in the listen queue and in handshakes; the node takes them
-	// in and sees them closed. Then a peer comes.
-	let deadline = Instant::now() + Duration::from_secs(60);
-	loop {
-		let held = metric(prometheus, "statement_network_inbound_connections");
-		if held == 0.0 {
-			break;
+	/// Thousands of idle connections from one address, against a node with 256 descriptors: it
+	/// keeps 32 of them and closes the rest as they come, so a real peer connects and gossips
+	/// while the flood goes on, and after: the port stays open to real peers.
+	#[cfg(target_os = "linux")]
+	#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+	#[ignore = "needs root or a hard descriptor limit of 8,192; run with --ignored needs_root::"]
+	async fn idle_connections_from_one_address_leave_the_port_to_real_peers() {
+		let _alone = ONE_AT_A_TIME.lock().await;
+		privileged::descriptors(8_192);
+		let Target { node: alice, prometheus, address, port } = target(&[]).await;
+		let flood = Flood::start(port, 3_000);
+		// Let the flood reach its size before the peer comes.
+		let deadline = Instant::now() + Duration::from_secs(60);
+		while metric(prometheus, "statement_network_inbound_refused_total{limit=\"per_address\"}")
+			< 1_000.0
+		{
+			assert!(Instant::now() < deadline, "the flood never met the per-address bound");
+			tokio::time::sleep(Duration::from_millis(200)).await;
 		}
-		assert!(Instant::now() < deadline, "alice still holds {held} flood connections");
-		tokio::time::sleep(Duration::from_millis(200)).await;
+		let bob =
+			common::start(&["--dev", "--no-prometheus", "--no-discovery", "--bootnodes", &address]);
+		peers_reach(&bob, &alice, 1, "bob never connected to alice under the flood").await;
+		let topic = Topic::from_name("flood");
+		gossiped(&alice, &bob, topic, b"during the flood").await;
+		let held = metric(prometheus, "statement_network_inbound_connections");
+		assert!(held <= 32.0 + 4.0, "alice holds {held} inbound connections");
+		assert_eq!(metric(prometheus, "statement_network_listener_accept_errors_total"), 0.0);
+		let refused =
+			metric(prometheus, "statement_network_inbound_refused_total{limit=\"per_address\"}");
+		let opened = flood.end();
+		eprintln!("flood: {opened} connections opened, {refused} closed on accept, {held} held");
+		assert!(opened >= 3_000, "the flood opened only {opened} connections");
+		gossiped(&bob, &alice, topic, b"after the flood").await;
+		let charlie =
+			common::start(&["--dev", "--no-prometheus", "--no-discovery", "--bootnodes", &address]);
+		peers_reach(&charlie, &alice, 1, "charlie never connected to alice after the flood").await;
+		gossiped(&alice, &charlie, topic, b"to a newcomer").await;
 	}
-	let bob = Node::start(&["--dev", "--no-prometheus", "--no-discovery", "--bootnodes", &address]);
-	peers_reach(&bob, &alice, 1, "bob never connected to alice once the flood ended").await;
-	let topic = Topic(sp_crypto_hashing::blake2_256(b"exhausted"));
-	gossiped(&bob, &alice, topic, b"after running out").await;
-	let errors = metric(prometheus, "statement_network_listener_accept_errors_total");
-	assert!(errors >= 1.0, "no failed accept counted");
+
+	/// With the bounds lifted above the descriptor limit, the flood does exhaust the node's
+	/// descriptors and `accept` fails: the listener pauses, logs, counts it, and accepts again
+	/// once the flood ends, so a peer joins without a restart: the port never closes for good.
+	#[cfg(target_os = "linux")]
+	#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+	#[ignore = "needs root or a hard descriptor limit of 8,192; run with --ignored needs_root::"]
+	async fn the_listener_accepts_again_after_descriptors_run_out() {
+		let _alone = ONE_AT_A_TIME.lock().await;
+		privileged::descriptors(8_192);
+		let Target { node: mut alice, prometheus, address, port } =
+			target(&["--max-connections-per-ip", "100000", "--max-inbound-connections", "100000"])
+				.await;
+		let flood = Flood::start(port, 1_000);
+		alice
+			.wait_for_log(
+				"accepting a connection failed; the listener pauses and tries again",
+				Duration::from_secs(120),
+			)
+			.unwrap();
+		// Failed accepts in a row: the pause grows, the listener stays.
+		tokio::time::sleep(Duration::from_secs(3)).await;
+		flood.end();
+		// The flood's connections wait in the listen queue and in handshakes; the node takes them
+		// in and sees them closed. Then a peer comes.
+		let deadline = Instant::now() + Duration::from_secs(60);
+		loop {
+			let held = metric(prometheus, "statement_network_inbound_connections");
+			if held == 0.0 {
+				break;
+			}
+			assert!(Instant::now() < deadline, "alice still holds {held} flood connections");
+			tokio::time::sleep(Duration::from_millis(200)).await;
+		}
+		let bob =
+			common::start(&["--dev", "--no-prometheus", "--no-discovery", "--bootnodes", &address]);
+		peers_reach(&bob, &alice, 1, "bob never connected to alice once the flood ended").await;
+		let topic = Topic::from_name("exhausted");
+		gossiped(&bob, &alice, topic, b"after running out").await;
+		let errors = metric(prometheus, "statement_network_listener_accept_errors_total");
+		assert!(errors >= 1.0, "no failed accept counted");
+	}
 }

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::Node;
+use statement_test_support::hex::encode as hex;
+
 use jsonrpsee::{
 	core::{
 		client::{ClientT, SubscriptionClientT},
@@ -22,10 +23,6 @@ use statement_primitives::{Statement, Topic};
 use std::time::Duration;
 
 const FORMS: &str = r#"expected "any", {"matchAll": [topics]} or {"matchAny": [topics]}"#;
-
-fn hex(bytes: &[u8]) -> String {
-	format!("0x{}", ::hex::encode(bytes))
-}
 
 /// `params` as a positional list for a jsonrpsee client.
 fn positional(params: &[Value]) -> ArrayParams {
@@ -76,9 +73,9 @@ fn bad_calls() -> Vec<(&'static str, Vec<Value>, String)> {
 
 #[tokio::test]
 async fn bad_method_params_are_named_with_what_was_expected_over_http_and_websocket() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
-	let http = HttpClientBuilder::default().build(node.http()).unwrap();
-	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--dev", "--no-prometheus"]);
+	let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
+	let ws = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let mut wrong = Vec::new();
 	for (method, params, expected) in bad_calls() {
 		let over_http = http.request::<Value, _>(method, positional(&params)).await;
@@ -105,8 +102,8 @@ fn signed(topic: Topic, data: &[u8]) -> Statement {
 
 #[tokio::test]
 async fn bad_topic_filters_are_named_and_number_array_topics_subscribe() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
-	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--dev", "--no-prometheus"]);
+	let ws = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let topic = json!(hex(&[0x11; 32]));
 	let cases: Vec<(Vec<Value>, String)> = vec![
 		(vec![json!("Any")], format!(r#"bad topic filter: {FORMS}, got "Any""#)),

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{http_exchange, port_of, wait_for_log, Node};
+use common::http_exchange;
 use jsonrpsee::{
 	core::client::{ClientT, SubscriptionClientT},
 	http_client::HttpClientBuilder,
@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use sp_core::{sr25519, Pair};
 use statement_primitives::testing::TestStatement;
 use statement_primitives::{Statement, Topic, SUBSCRIPTION_STATE_BYTES};
+use statement_test_support::{hex::encode as hex, metrics::Metrics, topic::named as topic, ws};
 use std::{
 	io::{Read, Write},
 	net::TcpStream,
@@ -20,14 +21,6 @@ use std::{
 	process::{Command, Stdio},
 	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
-
-fn topic(text: &str) -> Topic {
-	Topic(sp_crypto_hashing::blake2_256(text.as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-	format!("0x{}", ::hex::encode(bytes))
-}
 
 fn now() -> u64 {
 	SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
@@ -55,9 +48,9 @@ fn error_code(err: jsonrpsee::core::ClientError) -> (i32, String) {
 
 #[tokio::test]
 async fn every_method_answers_over_http_and_websocket() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
-	let http = HttpClientBuilder::default().build(node.http()).unwrap();
-	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--dev", "--no-prometheus"]);
+	let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
+	let ws = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 
 	let methods: Value = http.request("rpc_methods", rpc_params![]).await.unwrap();
 	for name in [
@@ -135,8 +128,8 @@ async fn every_method_answers_over_http_and_websocket() {
 
 #[tokio::test]
 async fn unsafe_methods_are_refused_unless_allowed() {
-	let node = Node::start(&["--dev", "--no-prometheus", "--rpc-methods", "safe"]);
-	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let node = common::start(&["--dev", "--no-prometheus", "--rpc-methods", "safe"]);
+	let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
 	let err = http.request::<Value, _>("statement_dump", rpc_params![]).await.unwrap_err();
 	assert_eq!(error_code(err).0, -32601);
 	let err =
@@ -149,8 +142,8 @@ async fn unsafe_methods_are_refused_unless_allowed() {
 
 #[tokio::test]
 async fn a_subscription_replays_stored_statements_then_streams_new_ones() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
-	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--dev", "--no-prometheus"]);
+	let ws = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let t = topic("chat");
 	let first = signed("//Alice", &[t], None, b"first");
 	let _: Value = ws.request("statement_submit", rpc_params![hex(&first.encode())]).await.unwrap();
@@ -190,15 +183,15 @@ async fn statements_survive_a_restart() {
 	let base = dir.path().to_str().unwrap().to_string();
 	let statement = signed("//Charlie", &[topic("persist")], None, b"still here");
 	{
-		let node = Node::start(&["--dev", "--no-prometheus", "-d", &base]);
-		let http = HttpClientBuilder::default().build(node.http()).unwrap();
+		let node = common::start(&["--dev", "--no-prometheus", "-d", &base]);
+		let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
 		let result: Value =
 			http.request("statement_submit", rpc_params![hex(&statement.encode())]).await.unwrap();
 		assert_eq!(result, json!({"status": "new"}));
-		assert!(node.stop().success(), "the node exits cleanly on SIGTERM");
+		assert!(node.stop().unwrap().success(), "the node exits cleanly on SIGTERM");
 	}
-	let node = Node::start(&["--dev", "--no-prometheus", "-d", &base]);
-	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let node = common::start(&["--dev", "--no-prometheus", "-d", &base]);
+	let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
 	let data: Vec<String> = http
 		.request("statement_broadcasts", rpc_params![topics_json(&[topic("persist")])])
 		.await
@@ -206,10 +199,42 @@ async fn statements_survive_a_restart() {
 	assert_eq!(data, vec![hex(b"still here")]);
 }
 
+/// `--ready-file` says what the node serves, in agreement with the node itself, is written
+/// whole once everything listens, and goes at a clean stop.
+#[tokio::test]
+async fn the_readiness_file_names_what_the_node_serves_and_goes_at_a_clean_stop() {
+	let dir = tempfile::tempdir().unwrap();
+	let base = dir.path().to_str().unwrap().to_string();
+	let statement = signed("//Dave", &[topic("ready")], None, b"counted at open");
+	let first = common::start(&["--dev", "-d", &base]);
+	let http = HttpClientBuilder::default().build(first.http_url()).unwrap();
+	let _: Value =
+		http.request("statement_submit", rpc_params![hex(&statement.encode())]).await.unwrap();
+	assert!(first.stop().unwrap().success());
+	let path = dir.path().join("ready.json");
+	let node = common::launch(&["--dev", "-d", &base, "--ready-file", path.to_str().unwrap()])
+		.start()
+		.unwrap();
+	let ready = statement_test_support::node::Ready::read(&path).unwrap();
+	assert_eq!(&ready, node.ready(), "the launcher's own file and this one agree");
+	assert_eq!(ready.pid, node.pid());
+	assert_eq!(ready.statements, 1);
+	let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
+	let peer_id: String = http.request("system_localPeerId", rpc_params![]).await.unwrap();
+	assert_eq!(ready.peer_id, peer_id);
+	let listen: Vec<String> =
+		http.request("system_localListenAddresses", rpc_params![]).await.unwrap();
+	assert_eq!(ready.listen, listen);
+	let metrics = ready.prometheus.expect("metrics are served");
+	assert!(Metrics::scrape(metrics.port()).unwrap().has("substrate_statement_store_statements"));
+	assert!(node.stop().unwrap().success());
+	assert!(!path.exists(), "the readiness file outlived the node");
+}
+
 #[tokio::test]
 async fn bad_params_get_clear_errors_and_the_connection_stays_usable() {
-	let node = Node::start(&["--dev", "--no-prometheus"]);
-	let ws = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--dev", "--no-prometheus"]);
+	let ws = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let (code, message) = error_code(
 		ws.request::<Value, _>("statement_submit", rpc_params!["0xzz"]).await.unwrap_err(),
 	);
@@ -254,7 +279,7 @@ async fn bad_params_get_clear_errors_and_the_connection_stays_usable() {
 fn a_second_node_on_the_same_base_path_is_refused_with_a_clear_error() {
 	let dir = tempfile::tempdir().unwrap();
 	let base = dir.path().to_str().unwrap();
-	let _first = Node::start(&["--dev", "--no-prometheus", "-d", base]);
+	let _first = common::start(&["--dev", "--no-prometheus", "-d", base]);
 	let mut second = Command::new(env!("CARGO_BIN_EXE_statement-node"))
 		.args(["--dev", "--no-prometheus", "-d", base, "--rpc-port", "0"])
 		.stdout(Stdio::null())
@@ -280,50 +305,21 @@ fn a_second_node_on_the_same_base_path_is_refused_with_a_clear_error() {
 
 /// One value from the node's Prometheus endpoint.
 fn metric(port: u16, name: &str) -> f64 {
-	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-	stream
-		.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-		.unwrap();
-	let mut body = String::new();
-	stream.read_to_string(&mut body).unwrap();
-	let line = body.lines().find(|line| line.starts_with(&format!("{name} ")));
-	line.and_then(|line| line.split(' ').nth(1)?.parse().ok()).unwrap_or_else(|| panic!("{body}"))
+	Metrics::scrape(port)
+		.and_then(|metrics| metrics.value(name))
+		.unwrap_or_else(|err| panic!("{err}"))
 }
 
 /// A WebSocket connection that opens `count` subscriptions on `filter` (its JSON) and then
 /// never reads.
 fn never_reading_subscriptions(port: u16, count: usize, filter: &str) -> TcpStream {
-	let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-	stream
-		.write_all(
-			format!(
-				"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n\
-				 Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-				 Sec-WebSocket-Version: 13\r\n\r\n"
-			)
-			.as_bytes(),
-		)
-		.unwrap();
-	let mut response = Vec::new();
-	let mut byte = [0u8; 1];
-	while !response.ends_with(b"\r\n\r\n") {
-		stream.read_exact(&mut byte).unwrap();
-		response.push(byte[0]);
-	}
-	assert!(response.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&response));
+	let mut stream = ws::connect(port).unwrap();
 	let mut frames = Vec::new();
 	for id in 0..count {
 		let request = format!(
 			r#"{{"jsonrpc":"2.0","id":{id},"method":"statement_subscribeStatement","params":[{filter}]}}"#
 		);
-		// A masked text frame, as clients must send (a 16-bit length past 125 bytes).
-		let mask = [1u8, 2, 3, 4];
-		match request.len() {
-			short @ 0..=125 => frames.extend([0x81, 0x80 | short as u8]),
-			long => frames.extend([0x81, 0x80 | 126, (long >> 8) as u8, long as u8]),
-		}
-		frames.extend_from_slice(&mask);
-		frames.extend(request.bytes().enumerate().map(|(at, byte)| byte ^ mask[at % 4]));
+		frames.extend(ws::text(&request));
 	}
 	stream.write_all(&frames).unwrap();
 	stream
@@ -342,23 +338,21 @@ fn anonymous_kib(pid: u32) -> u64 {
 /// 2 KiB each, may take half of it) and refuses the rest; what those on every statement have
 /// queued or held unsent stays within the budget, the furthest behind dropped; the idle ones
 /// stay open; and the node's anonymous memory grows by less than the budget plus 64 MiB.
-/// Before the budget and the shared pump, 49,152 such subscribers cost 2.9 GiB; before
-/// notifications held unsent were counted, and subscriptions past the budget refused, this
-/// debug node grew by 789 MiB.
+/// Without the budget, the shared pump and the counting of notifications held unsent, such
+/// subscribers take gigabytes.
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib() {
 	const BUDGET_MIB: u64 = 16;
-	let mut node = Node::start(&[
+	let mut node = common::start(&[
 		"--dev",
 		"--prometheus-port",
 		"0",
 		"--statement-subscription-memory-mib",
 		&BUDGET_MIB.to_string(),
 	]);
-	let rest = wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
-	let metrics_port = port_of(rest.split('/').next().unwrap_or_default());
-	let http = HttpClientBuilder::default().build(node.http()).unwrap();
+	let metrics_port = node.metrics_port().unwrap();
+	let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
 	let gossip = metric(metrics_port, "substrate_statement_store_subscriptions");
 	let submit = |n: u32| {
 		let http = &http;
@@ -377,13 +371,13 @@ async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib()
 		submit(n).await;
 	}
 	tokio::time::sleep(Duration::from_secs(1)).await;
-	let before = anonymous_kib(node.child.id());
+	let before = anonymous_kib(node.child_mut().id());
 
 	let idle = format!(r#"{{"matchAll":["{}"]}}"#, hex(&topic("nobody").0));
 	let mut clients = Vec::new();
 	for connection in 0..50 {
 		let filter = if connection % 2 == 0 { r#""any""# } else { idle.as_str() };
-		clients.push(never_reading_subscriptions(node.port, 1_000, filter));
+		clients.push(never_reading_subscriptions(node.rpc_port(), 1_000, filter));
 	}
 	// Each is refused, or opens and stays open or is dropped to keep within the budget.
 	let counts = || {
@@ -415,15 +409,15 @@ async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib()
 	// A dropped one's place is taken by a later one.
 	assert!(open <= share, "{open} open, past {share}");
 	assert!(refused >= 50_000.0 - share - dropped, "{refused} refused");
-	let subscribed = anonymous_kib(node.child.id());
+	let subscribed = anonymous_kib(node.child_mut().id());
 	for n in 50..2_050 {
 		submit(n).await;
 	}
-	if let Some(status) = node.child.try_wait().unwrap() {
+	if let Some(status) = node.child_mut().try_wait().unwrap() {
 		panic!("the node died: {status}");
 	}
 	tokio::time::sleep(Duration::from_secs(2)).await;
-	let after = anonymous_kib(node.child.id());
+	let after = anonymous_kib(node.child_mut().id());
 	let queued = metric(metrics_port, "substrate_statement_store_subscription_queued_bytes");
 	let (still_open, _, _) = counts();
 	eprintln!(
@@ -445,13 +439,13 @@ async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib()
 
 #[tokio::test]
 async fn a_subscriber_that_never_reads_is_dropped_and_the_node_forgets_it() {
-	let mut node = Node::start(&["--dev", "--prometheus-port", "0"]);
-	let rest = wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
-	let metrics_port = port_of(rest.split('/').next().unwrap_or_default());
-	let http = HttpClientBuilder::default().max_request_size(16 << 20).build(node.http()).unwrap();
+	let node = common::start(&["--dev"]);
+	let metrics_port = node.metrics_port().unwrap();
+	let http =
+		HttpClientBuilder::default().max_request_size(16 << 20).build(node.http_url()).unwrap();
 	// Gossip watches the store too: that subscription stays.
 	let gossip = metric(metrics_port, "substrate_statement_store_subscriptions");
-	let _idle = never_reading_subscriptions(node.port, 1, r#""any""#);
+	let _idle = never_reading_subscriptions(node.rpc_port(), 1, r#""any""#);
 	let deadline = Instant::now() + Duration::from_secs(30);
 	while metric(metrics_port, "substrate_statement_store_subscriptions") != gossip + 1.0 {
 		assert!(Instant::now() < deadline, "the subscription never opened");
@@ -479,9 +473,8 @@ async fn a_subscriber_that_never_reads_is_dropped_and_the_node_forgets_it() {
 
 #[test]
 fn prometheus_serves_process_and_store_metrics() {
-	let mut node = Node::start(&["--dev", "--prometheus-port", "0"]);
-	let rest = wait_for_log(&node.logs, "Prometheus exporter started at ", &mut node.child);
-	let metrics_port = port_of(rest.split('/').next().unwrap_or_default());
+	let node = common::start(&["--dev"]);
+	let metrics_port = node.metrics_port().unwrap();
 	let mut stream = TcpStream::connect(("127.0.0.1", metrics_port)).unwrap();
 	stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
 	let mut body = String::new();
@@ -525,8 +518,9 @@ async fn every_valid_conformance_vector_is_accepted_unless_already_expired() {
 	let dir = tempfile::tempdir().unwrap();
 	let spec_path = dir.path().join("spec.json");
 	std::fs::write(&spec_path, spec.to_string()).unwrap();
-	let node = Node::start(&["--tmp", "--no-prometheus", "--chain", spec_path.to_str().unwrap()]);
-	let http = HttpClientBuilder::default().max_request_size(16 << 20).build(node.http()).unwrap();
+	let node = common::start(&["--tmp", "--no-prometheus", "--chain", spec_path.to_str().unwrap()]);
+	let http =
+		HttpClientBuilder::default().max_request_size(16 << 20).build(node.http_url()).unwrap();
 	let (mut accepted, mut expired) = (0, 0);
 	for vector in valid {
 		let expiry: u64 = vector["expiry"].as_str().unwrap().parse().unwrap();
@@ -547,10 +541,10 @@ async fn every_valid_conformance_vector_is_accepted_unless_already_expired() {
 
 #[test]
 fn rpc_cors_allows_the_listed_origin_only() {
-	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-cors", "http://app.example"]);
+	let node = common::start(&["--tmp", "--no-prometheus", "--rpc-cors", "http://app.example"]);
 	let preflight = |origin: &str| {
 		http_exchange(
-			node.port,
+			node.rpc_port(),
 			&format!(
 				"OPTIONS / HTTP/1.1\r\nHost: localhost\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n"
 			),
@@ -565,10 +559,10 @@ fn rpc_cors_allows_the_listed_origin_only() {
 
 #[tokio::test]
 async fn rpc_max_connections_refuses_connections_past_the_limit() {
-	let node = Node::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", "1"]);
-	let first = WsClientBuilder::default().build(node.ws()).await.unwrap();
+	let node = common::start(&["--tmp", "--no-prometheus", "--rpc-max-connections", "1"]);
+	let first = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
 	let _: Value = first.request("system_health", rpc_params![]).await.unwrap();
-	let second = WsClientBuilder::default().build(node.ws()).await;
+	let second = WsClientBuilder::default().build(node.ws_url()).await;
 	let refused = match second {
 		Err(_) => true,
 		Ok(client) => client.request::<Value, _>("system_health", rpc_params![]).await.is_err(),

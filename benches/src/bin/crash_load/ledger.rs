@@ -4,7 +4,7 @@
 //! the checks can read a client's statements back in blocks small enough for one response.
 
 use sp_core::{ed25519, Pair};
-use statement_primitives::{Hash, Statement, Topic};
+use statement_primitives::{testing::TestStatement, Hash, Topic};
 use std::{collections::VecDeque, ops::Range};
 
 /// Statements per block: one `statement_broadcastsStatement` response holds a block
@@ -120,16 +120,16 @@ impl Ledger {
 	pub fn top_up(&mut self, target: usize, expiry: u32) {
 		while self.pending.len() < target {
 			let index = self.hashes.len() as u32;
-			let mut statement = Statement::new();
-			statement.set_expiry_from_parts(expiry, index);
-			statement.set_topic(0, client_topic(self.client));
-			statement.set_topic(1, block_topic(index / BLOCK));
-			statement.set_plain_data(data(self.client, index).to_vec());
-			statement.sign_ed25519_private(&self.key);
-			let encoded = codec::Encode::encode(&statement);
+			let statement = TestStatement::new()
+				.expiry(expiry, index)
+				.topic(0, client_topic(self.client))
+				.topic(1, block_topic(index / BLOCK))
+				.data(data(self.client, index).to_vec())
+				.signed_ed25519(&self.key);
 			self.hashes.push(statement.hash());
 			self.fates.push(Fate::Unsent);
-			self.pending.push_back(Signed { index, hex: format!("0x{}", hex::encode(encoded)) });
+			let hex = statement_test_support::hex::encode(&statement.encode());
+			self.pending.push_back(Signed { index, hex });
 		}
 	}
 

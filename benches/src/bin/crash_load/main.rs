@@ -32,11 +32,12 @@ use clap::{value_parser, Parser};
 use jsonrpsee::http_client::HttpClientBuilder;
 use ledger::{Fate, Ledger};
 use load::Outcome;
+use rand::{Rng, SeedableRng};
 use statement_store_benches::{
 	chain_spec, cli,
 	client::{Client, Transport},
-	node::{self, Chain, Launch},
-	random::Rng,
+	node::{self, Launch},
+	workload::for_each_on_every_core,
 };
 use std::{
 	ops::Range,
@@ -141,14 +142,9 @@ impl Round {
 	}
 }
 
+/// Top every ledger up to `target` unsent statements, on every core.
 fn sign(ledgers: &mut [Ledger], target: usize, expiry: u32) {
-	let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-	let per_thread = ledgers.len().div_ceil(threads).max(1);
-	std::thread::scope(|scope| {
-		for chunk in ledgers.chunks_mut(per_thread) {
-			scope.spawn(move || chunk.iter_mut().for_each(|l| l.top_up(target, expiry)));
-		}
-	});
+	for_each_on_every_core(ledgers, |ledger| ledger.top_up(target, expiry));
 }
 
 fn main() -> ExitCode {
@@ -181,22 +177,17 @@ async fn run(args: Args) -> Result<bool, String> {
 	let accounts: Vec<[u8; 32]> = ledgers.iter().map(Ledger::account).collect();
 	let spec = dir.path().join("spec.json");
 	chain_spec::write(&spec, &accounts)?;
-	let launch = Launch {
-		binary,
-		base_path: Some(dir.path().join("base")),
-		chain: Chain::Spec(spec),
-		args: ["--listen-addr", "/ip4/127.0.0.1/tcp/0"].map(String::from).to_vec(),
-	};
+	let launch = Launch::new(binary).chain(&spec).base_path(dir.path().join("base")).loopback();
 	let base_path = dir.path().join("base");
 	let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
 	let expiry = u32::try_from(now + 2 * 24 * 3600).unwrap_or(u32::MAX);
 	let seed = args.seed.unwrap_or_default();
-	let mut rng = Rng::new(seed);
+	let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
 
 	println!(
 		"node {}, base path {}, seed {}, {} clients ({} HTTP, {} WebSocket), {} rounds, kill \
 		 after {:.1}-{:.1} s of load",
-		launch.binary.display(),
+		launch.binary().display(),
 		base_path.display(),
 		seed,
 		args.clients,
@@ -206,7 +197,8 @@ async fn run(args: Args) -> Result<bool, String> {
 		args.seconds_per_round / 10.0,
 		args.seconds_per_round,
 	);
-	let (mut node, first_start) = launch.start()?;
+	let mut node = launch.start()?;
+	let first_start = node.started_in();
 	println!("first start {:.2} s\n", first_start.as_secs_f64());
 	println!(
 		"| round | kill at | acknowledged | submits/s | refused | in flight | kept | dropped | \
@@ -231,12 +223,14 @@ async fn run(args: Args) -> Result<bool, String> {
 		let mut tasks = Vec::new();
 		for ledger in ledgers.iter_mut() {
 			let transport = if ledger.client % 2 == 0 { Transport::Http } else { Transport::Ws };
-			let client = Client::connect(transport, node.rpc_port).await?;
+			let client = Client::connect(transport, node.rpc_port()).await?;
 			let queue = std::mem::take(&mut ledger.pending);
 			tasks.push(tokio::spawn(load::run(client, queue, stop.clone())));
 		}
 		let mut round = Round {
-			kill_after: Duration::from_secs_f64(args.seconds_per_round * (0.1 + 0.9 * rng.unit())),
+			kill_after: Duration::from_secs_f64(
+				args.seconds_per_round * (0.1 + 0.9 * rng.gen::<f64>()),
+			),
 			..Round::default()
 		};
 		tokio::time::sleep(round.kill_after).await;
@@ -257,10 +251,9 @@ async fn run(args: Args) -> Result<bool, String> {
 			rate_per_client *= 2.0;
 		}
 
-		let (restarted, restart) = launch.start()?;
-		node = restarted;
-		round.restart = restart;
-		round.opened_with = node.opened_with;
+		node = launch.start()?;
+		round.restart = node.started_in();
+		round.opened_with = Some(node.ready().statements);
 		let http = HttpClientBuilder::default()
 			.max_response_size(u32::MAX)
 			.request_timeout(Duration::from_secs(120))

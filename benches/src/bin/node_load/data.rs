@@ -8,7 +8,7 @@
 //! [`QUERY_MATCHES`] statements.
 
 use sp_core::ed25519;
-use statement_primitives::{Statement, Topic};
+use statement_primitives::{testing::TestStatement, Statement, Topic};
 use statement_store_benches::{fixture, workload};
 use std::{
 	sync::{
@@ -65,7 +65,7 @@ pub fn two_topics() -> Vec<Topic> {
 
 /// Topics as `statement_broadcasts` takes them.
 pub fn hex_topics(topics: &[Topic]) -> Vec<String> {
-	topics.iter().map(|topic| format!("0x{}", hex::encode(topic.0))).collect()
+	topics.iter().map(|topic| statement_test_support::hex::encode(&topic.0)).collect()
 }
 
 /// The query set, signed by the data set's accounts on every core.
@@ -74,16 +74,14 @@ pub fn query_set(keys: &[ed25519::Pair]) -> Vec<Signed> {
 }
 
 fn query_statement(i: u32, keys: &[ed25519::Pair]) -> Signed {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(u32::MAX - 1, i);
-	for (index, topic) in query_topics(i).into_iter().enumerate() {
-		statement.set_topic(index, topic);
-	}
 	let mut data = vec![0u8; 256];
 	data[..4].copy_from_slice(&i.to_le_bytes());
 	data[4] = 0x9a;
-	statement.set_plain_data(data);
-	statement.sign_ed25519_private(&keys[(i % fixture::ACCOUNTS) as usize]);
+	let statement = TestStatement::new()
+		.expiry(u32::MAX - 1, i)
+		.topics(&query_topics(i))
+		.data(data)
+		.signed_ed25519(&keys[(i % fixture::ACCOUNTS) as usize]);
 	Signed::new(statement)
 }
 

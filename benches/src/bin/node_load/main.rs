@@ -1,5 +1,5 @@
 //! The node under load: the real `statement-node` over real sockets, each figure beside the
-//! in-process ceiling measured in the same run (issue 14, item 1; measurement only).
+//! in-process ceiling measured in the same run (measurement only).
 //!
 //! ```sh
 //! cargo build --release -p statement-node -p statement-store-benches --bin statement-node --bin node_load
@@ -51,7 +51,7 @@ use statement_store_benches::{
 	chain_spec,
 	client::Transport,
 	fixture,
-	node::{self, Chain, Launch},
+	node::{self, Launch},
 	procfs,
 };
 use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Instant};
@@ -173,11 +173,11 @@ fn run(args: Args) -> Result<(), String> {
 	}
 
 	let (_dir, node, runtime) = start_node(binary, &accounts, "node-load")?;
-	println!("node pid {}, JSON-RPC port {}\n", node.pid(), node.rpc_port);
+	println!("node pid {}, JSON-RPC port {}\n", node.pid(), node.rpc_port());
 	let memory = MemoryWatch::start(node.pid());
 	let mut run = NodeRun {
 		args: &args,
-		port: node.rpc_port,
+		port: node.rpc_port(),
 		pid: node.pid(),
 		stash,
 		ceilings: &ceilings,
@@ -286,13 +286,8 @@ fn start_node(
 		.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
 	let spec = dir.path().join("spec.json");
 	chain_spec::write(&spec, accounts)?;
-	let launch = Launch {
-		binary,
-		base_path: Some(dir.path().join("base")),
-		chain: Chain::Spec(spec),
-		args: ["--listen-addr", "/ip4/127.0.0.1/tcp/0"].map(String::from).to_vec(),
-	};
-	let (node, _) = launch.start()?;
+	let launch = Launch::new(binary).chain(&spec).base_path(dir.path().join("base")).loopback();
+	let node = launch.start()?;
 	let runtime = tokio::runtime::Builder::new_multi_thread()
 		.enable_all()
 		.build()

@@ -1,4 +1,4 @@
-//! `--soak N`: the node's memory under a long submit stream (issue 14, item 2).
+//! `--soak N`: the node's memory under a long submit stream.
 //!
 //! Signs N statements, starts the node (its defaults: 64 MiB of posting lists, 16 MiB of
 //! bodies), sends all N from 8 WebSocket connections as fast as the node answers, then lets it
@@ -47,7 +47,7 @@ pub fn run(args: &Args, count: usize) -> Result<(), String> {
 		Group { transport: Transport::Ws, connections: CONNECTIONS, job: Job::Submit(feed) };
 	let window = Timing { warm_up: Duration::ZERO, measured: Duration::from_secs(24 * 3600) };
 	let measured =
-		runtime.block_on(load::run(node.rpc_port, std::slice::from_ref(&group), window))?;
+		runtime.block_on(load::run(node.rpc_port(), std::slice::from_ref(&group), window))?;
 	let took = started.elapsed();
 	let Job::Submit(feed) = group.job else { unreachable!("built above") };
 	memory.set_phase("idle");

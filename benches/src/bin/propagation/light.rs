@@ -6,7 +6,7 @@ use crate::{
 	scenario::{Plan, SYNC_POLL},
 	traffic::{bench_topic, submit, Pool},
 };
-use statement_store_benches::metrics::{self, BYTES_RECEIVED, RECEIVED, STATEMENTS};
+use statement_test_support::metrics::names::{BYTES_RECEIVED, RECEIVED, STATEMENTS};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
@@ -21,17 +21,14 @@ struct Intake {
 
 fn intake(node: &Node) -> Result<Intake, String> {
 	let metrics = node.metrics()?;
-	Ok(Intake {
-		statements: metrics::value(&metrics, RECEIVED).unwrap_or(0.0),
-		bytes: metrics::value(&metrics, BYTES_RECEIVED).unwrap_or(0.0),
-	})
+	Ok(Intake { statements: metrics.value(RECEIVED)?, bytes: metrics.value(BYTES_RECEIVED)? })
 }
 
 /// Wait until `node` holds `count` statements, or fail after `within`.
 fn await_held(node: &Node, count: usize, within: Duration) -> Result<(), String> {
 	let deadline = Instant::now() + within;
 	loop {
-		let held = node.metric(STATEMENTS)?.unwrap_or(0.0);
+		let held = node.metric(STATEMENTS)?;
 		if held >= count as f64 {
 			return Ok(());
 		}
@@ -62,7 +59,7 @@ fn light_run(
 	let mut nodes = Nodes::line(settings, 1)?;
 	let alone = ["--no-discovery".to_string()];
 	nodes.join(settings, 0, &alone)?;
-	let rpc = nodes.first().rpc_port;
+	let rpc = nodes.first().rpc_port();
 	runtime.block_on(submit(rpc, pool, half, Some(plan.rate)))?;
 	await_held(&nodes.nodes[1], half, plan.sync_timeout)?;
 	let wanted = format!("0x{}", hex::encode(bench_topic(0).0));

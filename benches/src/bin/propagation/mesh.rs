@@ -13,11 +13,11 @@ use statement_store_benches::{
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
-/// A metric summed over `nodes` (missing counts as 0).
+/// A metric summed over `nodes`.
 fn total(nodes: &Nodes, name: &str) -> Result<f64, String> {
 	let mut sum = 0.0;
 	for node in &nodes.nodes {
-		sum += node.metric(name)?.unwrap_or(0.0);
+		sum += node.metric(name)?;
 	}
 	Ok(sum)
 }
@@ -56,11 +56,11 @@ fn mesh_run(
 	let cpu = || nodes.nodes.iter().map(|node| cpu_time(node.pid())).sum::<Duration>();
 	let cpu_before = cpu();
 	// Submitted to the second node; read on five others spread over the mesh.
-	let from = nodes.nodes[1].rpc_port;
+	let from = nodes.nodes[1].rpc_port();
 	let mut watched: Vec<usize> = vec![0, n / 4, n / 2, 3 * n / 4, n - 1];
 	watched.retain(|k| *k != 1);
 	watched.dedup();
-	let to: Vec<u16> = watched.iter().map(|k| nodes.nodes[*k].rpc_port).collect();
+	let to: Vec<u16> = watched.iter().map(|k| nodes.nodes[*k].rpc_port()).collect();
 	eprintln!(
 		"mesh of {n}: {count} statements at {}/s into node 1, read on nodes {watched:?} ...",
 		plan.rate
@@ -74,7 +74,7 @@ fn mesh_run(
 	let known = total(&nodes, KNOWN_RECEIVED)? - known_before;
 	let mut holding_all = 0;
 	for node in &nodes.nodes {
-		if node.metric(STATEMENTS)?.unwrap_or(0.0) >= delivery.accepted as f64 {
+		if node.metric(STATEMENTS)? >= delivery.accepted as f64 {
 			holding_all += 1;
 		}
 	}

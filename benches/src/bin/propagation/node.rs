@@ -2,9 +2,9 @@
 //! line of them each bootnoding the one before, and a mesh of them that find each other from
 //! one boot node; each started by the benches' launcher with a fixed node key.
 
-use statement_store_benches::{
-	metrics::PEERS,
-	node::{self, Chain, Launch},
+use statement_test_support::{
+	metrics::names::PEERS,
+	node::{self, Launch},
 };
 use std::{
 	net::TcpListener,
@@ -111,16 +111,9 @@ impl Node {
 			args.extend(["--bootnodes".to_string(), bootnode.to_string()]);
 		}
 		args.extend_from_slice(extra);
-		let launch = Launch {
-			binary: settings.binary.clone(),
-			base_path: Some(dir.to_path_buf()),
-			chain: Chain::Dev,
-			args,
-		};
-		let (process, _) = launch.start().map_err(|err| format!("node {index}: {err}"))?;
-		let peer_id = process.peer_id.clone().ok_or_else(|| {
-			format!("node {index} did not print its PeerId; its log:\n{}", process.log_tail())
-		})?;
+		let launch = Launch::new(&settings.binary).dev().base_path(dir).args(args);
+		let process = launch.start().map_err(|err| format!("node {index}: {err}"))?;
+		let peer_id = process.peer_id().to_string();
 		Ok(Node { process, index, p2p_port, peer_id })
 	}
 
@@ -203,7 +196,8 @@ impl Nodes {
 
 	/// Peers each node sees now (`None` where the metric is missing).
 	pub fn peers(&self) -> Result<Vec<Option<u64>>, String> {
-		self.nodes.iter().map(|node| Ok(node.metric(PEERS)?.map(|n| n as u64))).collect()
+		let peers = |node: &Node| Ok(node.metrics()?.value(PEERS).ok().map(|n| n as u64));
+		self.nodes.iter().map(peers).collect()
 	}
 
 	/// Wait until every node sees at least the peers expected of it, or fail after its

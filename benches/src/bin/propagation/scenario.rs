@@ -9,9 +9,9 @@ use crate::{
 };
 use statement_store_benches::{
 	latency::Latency,
-	metrics::{self, PEERS, STATEMENTS},
 	procfs::{rss_kib, RssPeak},
 };
+use statement_test_support::metrics::names::{PEERS, STATEMENTS};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
@@ -45,7 +45,7 @@ pub struct Plan {
 	pub sync_timeout: Duration,
 	/// Nodes in the mesh scenario.
 	pub mesh_nodes: usize,
-	/// Statements the light scenario submits, over [`LIGHT_TOPICS`] topics.
+	/// Statements the light scenario submits, over [`LIGHT_TOPICS`](crate::light::LIGHT_TOPICS) topics.
 	pub light_statements: usize,
 }
 
@@ -91,9 +91,9 @@ fn latency_run(
 	let line = Nodes::line(settings, nodes)?;
 	let peers = line.peers()?;
 	std::thread::sleep(SETTLE);
-	let (from, to) = (line.first().rpc_port, line.last().rpc_port);
+	let (from, to) = (line.first().rpc_port(), line.last().rpc_port());
 	let delivery = runtime.block_on(deliver(from, &[to], pool, count, rate, drain))?;
-	let held_by_last = line.last().metric(STATEMENTS)?.map(|n| n as u64);
+	let held_by_last = Some(line.last().metric(STATEMENTS)? as u64);
 	Ok(LatencyRun { propagation: settings.propagation, peers, delivery, held_by_last })
 }
 
@@ -254,7 +254,7 @@ fn sync_run(
 	);
 	let mut line = Nodes::line(settings, 1)?;
 	let fill_started = Instant::now();
-	let filled = runtime.block_on(submit(line.first().rpc_port, pool, count, None))?;
+	let filled = runtime.block_on(submit(line.first().rpc_port(), pool, count, None))?;
 	let fill = fill_started.elapsed();
 	let statements = filled.accepted_count();
 	if statements < count {
@@ -272,11 +272,11 @@ fn sync_run(
 	let mut connected_after = None;
 	loop {
 		let metrics = joined.metrics()?;
-		let peers = metrics::value(&metrics, PEERS);
+		let peers = metrics.value(PEERS).ok();
 		if connected_after.is_none() && peers.is_some_and(|peers| peers >= 1.0) {
 			connected_after = Some(started.elapsed());
 		}
-		let held = metrics::value(&metrics, STATEMENTS).unwrap_or(0.0);
+		let held = metrics.value(STATEMENTS)?;
 		if held >= statements as f64 {
 			break;
 		}

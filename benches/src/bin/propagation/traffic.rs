@@ -19,8 +19,13 @@ use jsonrpsee::{
 };
 use serde_json::{json, Value};
 use sp_core::{sr25519, Pair};
-use statement_primitives::{Statement, Topic};
-use statement_store_benches::{fixture::topic, latency::Latency};
+use statement_primitives::{
+	dev::{self, DEV_ACCOUNTS},
+	testing::TestStatement,
+	Statement, Topic,
+};
+use statement_store_benches::{fixture::topic, latency::Latency, workload::on_every_core};
+use statement_test_support::hex;
 use std::{
 	sync::{
 		atomic::{AtomicUsize, Ordering},
@@ -29,9 +34,6 @@ use std::{
 	time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 use tokio::{sync::Notify, task::JoinHandle};
-
-/// The dev accounts `--dev` gives allowances; statement `seq` is signed by account `seq % 6`.
-const DEV_ACCOUNTS: [&str; 6] = ["//Alice", "//Bob", "//Charlie", "//Dave", "//Eve", "//Ferdie"];
 
 /// Statements each dev account may keep; past it the lowest-priority ones are evicted.
 const DEV_ALLOWANCE: usize = 100_000;
@@ -81,26 +83,15 @@ impl Pool {
 		}
 		let pairs = DEV_ACCOUNTS
 			.iter()
-			.map(|suri| sr25519::Pair::from_string(suri, None))
+			.map(|name| sr25519::Pair::from_string(&dev::suri(name), None))
 			.collect::<Result<Vec<_>, _>>()
 			.map_err(|err| format!("cannot derive a dev account: {err:?}"))?;
 		let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
 		let expiry = u32::try_from(now + 24 * 3600).unwrap_or(u32::MAX);
-		let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-		let per_thread = count.div_ceil(threads).max(1);
-		let mut signed = vec![String::new(); count];
-		std::thread::scope(|scope| {
-			for (chunk, slots) in signed.chunks_mut(per_thread).enumerate() {
-				let pairs = &pairs;
-				scope.spawn(move || {
-					for (offset, slot) in slots.iter_mut().enumerate() {
-						let seq = (chunk * per_thread + offset) as u32;
-						let pair = &pairs[seq as usize % pairs.len()];
-						*slot =
-							signed_statement(seq, expiry, pair, bench_topic(seq as usize % topics));
-					}
-				});
-			}
+		let count = u32::try_from(count).map_err(|_| format!("{count} statements: too many"))?;
+		let signed = on_every_core(0, count, |seq| {
+			let pair = &pairs[seq as usize % pairs.len()];
+			signed_statement(seq, expiry, pair, bench_topic(seq as usize % topics))
 		});
 		Ok(Pool { signed: Arc::new(signed), topics })
 	}
@@ -127,19 +118,16 @@ impl Pool {
 /// Statement `seq` as `0x`-hex: the topic, `seq` in the data and as the expiry's sequence
 /// (so each account's statements have distinct priorities).
 fn signed_statement(seq: u32, expiry: u32, pair: &sr25519::Pair, topic: Topic) -> String {
-	let mut statement = Statement::new();
-	statement.set_expiry_from_parts(expiry, seq);
-	statement.set_topic(0, topic);
 	let mut data = vec![0u8; DATA_BYTES];
 	data[..4].copy_from_slice(&seq.to_le_bytes());
-	statement.set_plain_data(data);
-	statement.sign_sr25519_private(pair);
-	format!("0x{}", hex::encode(statement.encode()))
+	let statement =
+		TestStatement::new().expiry(expiry, seq).topic(0, topic).data(data).signed_sr25519(pair);
+	hex::encode(&statement.encode())
 }
 
 /// The sequence number a received statement carries, if it is one of ours.
 fn sequence_of(encoded_hex: &str) -> Option<usize> {
-	let bytes = hex::decode(encoded_hex.strip_prefix("0x")?).ok()?;
+	let bytes = hex::decode(encoded_hex).ok()?;
 	let statement = <Statement as codec::Decode>::decode(&mut bytes.as_slice()).ok()?;
 	let data = statement.data()?;
 	let seq = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
@@ -302,7 +290,7 @@ impl Subscriber {
 			.build(format!("ws://127.0.0.1:{port}"))
 			.await
 			.map_err(|err| format!("cannot open a WebSocket to port {port}: {err}"))?;
-		let filter = json!({ "matchAll": [format!("0x{}", hex::encode(bench_topic(0).0))] });
+		let filter = json!({ "matchAll": [hex::encode(&bench_topic(0).0)] });
 		let subscription = client
 			.subscribe::<Value, _>(
 				"statement_subscribeStatement",

@@ -5,10 +5,11 @@ use crate::{
 	start_node,
 	statements::{match_all, signed},
 	subscriptions::open_subscriptions,
-	wire::{close, exchange},
+	wire::close,
 	Args,
 };
 use statement_store_benches::{fixture::topic, latency::Latency};
+use statement_test_support::http::exchange_on;
 use std::{
 	net::TcpStream,
 	sync::{
@@ -26,10 +27,9 @@ const FANOUT_TOPIC: u32 = 88;
 pub fn run_mode(args: &Args) -> Result<(), String> {
 	let count = args.subscribers.iter().copied().max().unwrap_or(10_000);
 	let statements = signed(args.rounds, |i, statement| {
-		statement.set_topic(0, topic(FANOUT_TOPIC));
 		let mut data = vec![0u8; 256];
 		data[..4].copy_from_slice(&i.to_le_bytes());
-		statement.set_plain_data(data);
+		statement.topic(0, topic(FANOUT_TOPIC)).data(data)
 	});
 	let node = start_node(&args.node, args.budget_mib)?;
 	let base = Instant::now();
@@ -52,14 +52,14 @@ pub fn run_mode(args: &Args) -> Result<(), String> {
 		));
 	}
 	let mut submitter =
-		TcpStream::connect(("127.0.0.1", node.rpc_port)).map_err(|err| err.to_string())?;
+		TcpStream::connect(("127.0.0.1", node.rpc_port())).map_err(|err| err.to_string())?;
 	let mut latencies = Vec::new();
 	for (round, statement) in statements.iter().enumerate() {
 		let body = format!(
 			r#"{{"jsonrpc":"2.0","id":1,"method":"statement_submit","params":["{statement}"]}}"#
 		);
 		let sent = base.elapsed().as_nanos() as u64;
-		let answer = exchange(&mut submitter, "POST", "/", &body, false)?;
+		let answer = exchange_on(&mut submitter, "POST", "/", &body, false)?;
 		if !answer.contains(r#""status":"new""#) {
 			return Err(format!("round {round}: {answer}"));
 		}

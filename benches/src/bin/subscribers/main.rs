@@ -1,4 +1,4 @@
-//! Subscriptions against a release `statement-node`, over real sockets (issue 31). Three
+//! Subscriptions against a release `statement-node`, over real sockets. Three
 //! modes:
 //!
 //! - `submit` (the default): starts a node per row and submits the same pre-signed
@@ -41,10 +41,10 @@ mod wire;
 
 use clap::{Parser, ValueEnum};
 use statement_store_benches::{
-	node::{Chain, Launch, Node},
+	node::{Launch, Node},
 	procfs,
 };
-use std::{path::PathBuf, process::ExitCode};
+use std::process::ExitCode;
 
 /// Subscriptions against a release `statement-node`, over real sockets.
 #[derive(Parser, Debug)]
@@ -139,13 +139,12 @@ fn start_node(path: &str, budget_mib: Option<usize>) -> Result<Node, String> {
 		args.extend(["--statement-subscription-memory-mib".to_string(), mib.to_string()]);
 	}
 	args.extend(["--listen-addr", "/ip4/127.0.0.1/tcp/0"].map(String::from));
-	let launch = Launch { binary: PathBuf::from(path), base_path: None, chain: Chain::Dev, args };
-	Ok(launch.start()?.0)
+	Ok(Launch::new(path).dev().args(args).start()?)
 }
 
 /// A metric of `node`, `None` if it is not exported or cannot be read.
 fn metric(node: &Node, name: &str) -> Option<f64> {
-	node.metric(name).ok().flatten()
+	node.metric(name).ok()
 }
 
 /// A `/proc/<pid>/status` figure of `node` in MiB.

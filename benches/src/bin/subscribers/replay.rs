@@ -4,10 +4,11 @@
 use crate::{
 	start_node,
 	statements::{batches, hex, match_all, signed, submit_all},
-	wire::{close, contains, exchange, subscriber, Reader},
+	wire::{close, contains, subscriber, Reader},
 	Args,
 };
 use statement_store_benches::fixture::topic;
+use statement_test_support::http::exchange_on;
 use std::{
 	net::TcpStream,
 	sync::{
@@ -30,14 +31,13 @@ pub fn run_mode(args: &Args) -> Result<(), String> {
 	let count = args.statements;
 	eprintln!("signing {count} statements ...");
 	let statements = signed(count, |i, statement| {
-		statement.set_topic(0, topic(REPLAY_TOPIC));
-		statement.set_topic(1, topic(REPLAY_TOPIC + 1 + i % REPLAY_PARTS));
 		let mut data = vec![0u8; 32];
 		data[..4].copy_from_slice(&i.to_le_bytes());
-		statement.set_plain_data(data);
+		let part = topic(REPLAY_TOPIC + 1 + i % REPLAY_PARTS);
+		statement.topic(0, topic(REPLAY_TOPIC)).topic(1, part).data(data)
 	});
 	let node = start_node(&args.node, args.budget_mib)?;
-	let accepted = submit_all(node.rpc_port, &batches(&statements))?;
+	let accepted = submit_all(node.rpc_port(), &batches(&statements))?;
 	if accepted != count {
 		return Err(format!("{accepted} of {count} statements accepted"));
 	}
@@ -49,7 +49,7 @@ pub fn run_mode(args: &Args) -> Result<(), String> {
 		let started = Instant::now();
 		let mut answered = 0;
 		let mut stream =
-			TcpStream::connect(("127.0.0.1", node.rpc_port)).map_err(|err| err.to_string())?;
+			TcpStream::connect(("127.0.0.1", node.rpc_port())).map_err(|err| err.to_string())?;
 		for part in 0..REPLAY_PARTS {
 			let topics = [topic(REPLAY_TOPIC), topic(REPLAY_TOPIC + 1 + part)];
 			let body = format!(
@@ -57,7 +57,7 @@ pub fn run_mode(args: &Args) -> Result<(), String> {
 				hex(&topics[0].0),
 				hex(&topics[1].0)
 			);
-			let answer = exchange(&mut stream, "POST", "/", &body, false)?;
+			let answer = exchange_on(&mut stream, "POST", "/", &body, false)?;
 			answered += statements_in(answer.as_bytes());
 		}
 		let query_seconds = started.elapsed().as_secs_f64();
@@ -77,7 +77,8 @@ pub fn run_mode(args: &Args) -> Result<(), String> {
 				}
 			})
 		};
-		let stream = subscriber(node.rpc_port, 1, &match_all(&topic(REPLAY_TOPIC)), Some(reader))?;
+		let stream =
+			subscriber(node.rpc_port(), 1, &match_all(&topic(REPLAY_TOPIC)), Some(reader))?;
 		let deadline = Instant::now() + Duration::from_secs(300);
 		while !finished.load(Ordering::Acquire) {
 			if Instant::now() > deadline {

@@ -1,64 +1,54 @@
 //! What is submitted: statements signed by the dev accounts (which the dev chain spec gives
 //! allowances) encoded as hex, in JSON-RPC batches sent from a few kept-alive connections.
 
-use crate::wire::exchange;
 use sp_core::{sr25519, Pair};
-use statement_primitives::{Statement, Topic};
-use statement_store_benches::fixture::topic;
+use statement_primitives::{
+	dev::{self, DEV_ACCOUNTS},
+	testing::TestStatement,
+	Topic,
+};
+use statement_store_benches::{fixture::topic, workload::on_every_core};
+use statement_test_support::http::exchange_on;
 use std::{
 	net::TcpStream,
 	time::{SystemTime, UNIX_EPOCH},
 };
 
-const DEV_ACCOUNTS: [&str; 6] = ["//Alice", "//Bob", "//Charlie", "//Dave", "//Eve", "//Ferdie"];
+pub use statement_test_support::hex::encode as hex;
 /// Submits per HTTP request (one JSON-RPC batch).
 const BATCH: usize = 250;
 /// Connections submitting at once.
 const SUBMITTERS: usize = 2;
-
-/// `bytes` as `0x`-prefixed hex.
-pub fn hex(bytes: &[u8]) -> String {
-	let mut out = String::with_capacity(2 + bytes.len() * 2);
-	out.push_str("0x");
-	for byte in bytes {
-		out.push_str(&format!("{byte:02x}"));
-	}
-	out
-}
 
 /// A `matchAll` filter on `topic`.
 pub fn match_all(topic: &Topic) -> String {
 	format!(r#"{{"matchAll":["{}"]}}"#, hex(&topic.0))
 }
 
-/// `count` statements signed by the dev accounts in turn, each encoded as `0x`-hex; `shape`
-/// gives statement `i` its topics and data.
-pub fn signed(count: usize, shape: impl Fn(u32, &mut Statement)) -> Vec<String> {
+/// `count` statements signed by the dev accounts in turn on every core, each encoded as
+/// `0x`-hex; `shape` gives statement `i` its topics and data.
+pub fn signed(
+	count: usize,
+	shape: impl Fn(u32, TestStatement) -> TestStatement + Sync,
+) -> Vec<String> {
 	let pairs: Vec<sr25519::Pair> = DEV_ACCOUNTS
 		.iter()
-		.map(|suri| sr25519::Pair::from_string(suri, None).expect("dev account"))
+		.map(|name| sr25519::Pair::from_string(&dev::suri(name), None).expect("dev account"))
 		.collect();
 	let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
 	let expiry = (now + 24 * 3600) as u32;
-	(0..count as u32)
-		.map(|i| {
-			let mut statement = Statement::new();
-			statement.set_expiry_from_parts(expiry, i);
-			shape(i, &mut statement);
-			statement.sign_sr25519_private(&pairs[i as usize % pairs.len()]);
-			hex(&statement.encode())
-		})
-		.collect()
+	on_every_core(0, count as u32, |i| {
+		let statement = shape(i, TestStatement::new().expiry(expiry, i));
+		hex(&statement.signed_sr25519(&pairs[i as usize % pairs.len()]).encode())
+	})
 }
 
 /// `submit`'s statements: two topics of the benchmarks' usual spread, 256 bytes of data.
 pub fn submit_statements(count: usize) -> Vec<String> {
 	signed(count, |i, statement| {
-		statement.set_topic(0, topic(i % 10));
-		statement.set_topic(1, topic(1000 + i % 100));
 		let mut data = vec![0u8; 256];
 		data[..4].copy_from_slice(&i.to_le_bytes());
-		statement.set_plain_data(data);
+		statement.topic(0, topic(i % 10)).topic(1, topic(1000 + i % 100)).data(data)
 	})
 }
 
@@ -91,7 +81,7 @@ pub fn submit_all(port: u16, batches: &[String]) -> Result<usize, String> {
 						TcpStream::connect(("127.0.0.1", port)).map_err(|err| err.to_string())?;
 					let mut accepted = 0;
 					for body in batches.iter().skip(worker).step_by(SUBMITTERS) {
-						let answer = exchange(&mut stream, "POST", "/", body, false)?;
+						let answer = exchange_on(&mut stream, "POST", "/", body, false)?;
 						accepted += answer.matches(r#""status":"new""#).count();
 					}
 					Ok(accepted)

@@ -50,7 +50,7 @@ fn run(args: &Args, batches: &[String], subscribers: usize) -> Result<Run, Strin
 
 	let peak = RssPeak::start(node.pid(), RSS_PERIOD);
 	let started = Instant::now();
-	let accepted = submit_all(node.rpc_port, batches)?;
+	let accepted = submit_all(node.rpc_port(), batches)?;
 	let seconds = started.elapsed().as_secs_f64();
 	// Let the node settle (background writes, dropping lagging subscribers).
 	std::thread::sleep(Duration::from_secs(2));

@@ -75,7 +75,7 @@ pub fn open_subscriptions(
 				}
 			}) as Reader
 		});
-		streams.push(subscriber(node.rpc_port, batch, filter, reader)?);
+		streams.push(subscriber(node.rpc_port(), batch, filter, reader)?);
 		opened += batch;
 	}
 	let deadline = Instant::now() + Duration::from_secs(30 + count as u64 / 1_000);

@@ -52,8 +52,6 @@ mod intercept;
 mod origin;
 mod oversized;
 mod server;
-#[cfg(feature = "testing")]
-pub mod testing;
 mod tracking;
 mod transport;
 

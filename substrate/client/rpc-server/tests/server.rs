@@ -2,9 +2,10 @@
 //! gets without writing any of it (the node's own tests drive the same paths through the node).
 
 use jsonrpsee::{server::ServerHandle, RpcModule};
-use statement_rpc_server::{
-	testing::{exchange, post},
-	Config, Cors, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_OVER_HTTP_CODE,
+use statement_rpc_server::{Config, Cors, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_OVER_HTTP_CODE};
+use statement_test_support::{
+	http::{exchange, post, Answer},
+	ws,
 };
 use std::{
 	io::{Read, Write},
@@ -68,12 +69,11 @@ async fn an_origin_the_policy_refuses_gets_403_and_an_allowed_one_is_served_with
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_over_plain_http_is_refused_naming_the_websocket_address() {
 	let (server, port) = serve("all", 8).await;
-	let statement_rpc_server::testing::Answer { status, body, .. } =
-		tokio::task::spawn_blocking(move || {
-			post(port, None, r#"{"jsonrpc":"2.0","id":1,"method":"sub"}"#)
-		})
-		.await
-		.unwrap();
+	let Answer { status, body, .. } = tokio::task::spawn_blocking(move || {
+		post(port, None, r#"{"jsonrpc":"2.0","id":1,"method":"sub"}"#)
+	})
+	.await
+	.unwrap();
 	assert_eq!(status, 200);
 	let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
 	assert_eq!(answer["error"]["code"], SUBSCRIPTION_OVER_HTTP_CODE, "{body}");
@@ -131,21 +131,9 @@ async fn past_the_limit_with_every_connection_busy_a_newcomer_gets_429() {
 	let (server, port) = serve("all", 1).await;
 	let refused = tokio::task::spawn_blocking(move || {
 		// A WebSocket that has made a call is a session, never evicted.
-		let mut session = TcpStream::connect(("127.0.0.1", port)).unwrap();
-		session
-			.write_all(
-				b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-				  Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-			)
-			.unwrap();
+		let mut session = ws::connect(port).unwrap();
+		session.write_all(&ws::text(HELLO)).unwrap();
 		let mut buf = [0u8; 1024];
-		let read = session.read(&mut buf).unwrap();
-		assert!(String::from_utf8_lossy(&buf[..read]).starts_with("HTTP/1.1 101"));
-		// One masked text frame: {"jsonrpc":"2.0","id":1,"method":"hello"}.
-		let payload = HELLO.as_bytes();
-		let mut frame = vec![0x81, 0x80 | payload.len() as u8, 0, 0, 0, 0];
-		frame.extend_from_slice(payload);
-		session.write_all(&frame).unwrap();
 		let _ = session.read(&mut buf).unwrap();
 		// The newcomer sends nothing: the answer comes on accept, and a request left unread
 		// on the closed socket would reset it before the answer is read.
