@@ -1,5 +1,5 @@
-//! Repeatable randomness for the harnesses: one seed gives one run (crash_load's kill moments,
-//! the simulator's networks and loads).
+//! Repeatable randomness: one seed gives one run (the simulated network and its load), on
+//! every machine.
 
 /// SplitMix64: small, fast, and the same sequence for the same seed on every machine.
 #[derive(Clone, Debug)]

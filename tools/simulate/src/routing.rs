@@ -20,7 +20,7 @@
 //! go, new nodes (with a view of their connections and one walk) join, and the old nodes' views
 //! keep the departed.
 
-use statement_store_benches::random::{Rng, Zipf};
+use crate::random::{Rng, Zipf};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 #[derive(clap::Args)]

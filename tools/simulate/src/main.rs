@@ -1,8 +1,9 @@
 //! The gossip network at 100 to 10,000 nodes in one process: a deterministic simulation that
-//! drives the crate's gossip core and peer slots, unchanged, under a virtual clock (issue 33).
+//! drives `statement-network`'s gossip core and peer slots, unchanged, under a virtual clock.
+//! A research tool: it measures designs, not the product (`benches/` measures the product).
 //!
 //! ```sh
-//! cargo build --release -p statement-store-benches --bin simulate
+//! cargo build --release -p statement-simulate
 //! target/release/simulate gossip --nodes 1000 --rate 1000 --seconds 5           # one run
 //! target/release/simulate gossip --nodes 1000 --rate 1000 --propagation reference
 //! target/release/simulate gossip --nodes 1000 --churn 0.1 --light-share 0.2
@@ -16,6 +17,7 @@
 //! and prints storage, bandwidth and loss against full replication; see `docs/scaling.md`.
 
 mod gossip;
+mod random;
 mod routing;
 mod stats;
 
@@ -26,7 +28,7 @@ use stats::ms;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(about = "Deterministic simulation of the statement gossip network (issue 33)")]
+#[command(about = "Deterministic simulation of the statement gossip network")]
 struct Cli {
 	#[command(subcommand)]
 	command: Command,
@@ -237,7 +239,7 @@ mod tests {
 
 	#[test]
 	fn every_documented_invocation_parses() {
-		statement_store_benches::cli::assert_parses::<Cli>(&[
+		statement_test_support::cli::assert_parses::<Cli>(&[
 			"simulate gossip --nodes 1000 --rate 1000 --seconds 5",
 			"simulate gossip --nodes 1000 --rate 1000 --propagation reference",
 			"simulate gossip --nodes 1000 --churn 0.1 --light-share 0.2",

@@ -1,15 +1,18 @@
-//! A network of nodes in one process under a virtual clock. Each node runs the crate's gossip
-//! core ([`Core`]) and peer slots ([`Peerset`]) exactly as the litep2p driver does; this file is
-//! the driver: it carries their sends over links with a latency and an upload bandwidth, answers
-//! their store reads and validations from an in-memory store, and runs discovery.
+//! A network of nodes in one process under a virtual clock. Each node runs the gossip core
+//! ([`Core`]) and peer slots ([`Peerset`](statement_network::peerset::Peerset)) exactly as the
+//! litep2p driver does; this file is the driver: it carries their sends over links with a
+//! latency and an upload bandwidth, answers their store reads and validations from an
+//! in-memory store, and runs discovery.
 //!
 //! What is modelled, and how:
 //! - **Links**: each pair of nodes has a one-way latency drawn once (uniform in
 //!   [`Params::latency_ms`]); a send waits for its node's upload link (one per node, first come
 //!   first served, [`Params::upload_mbit`]), then travels for the latency. A send that would
-//!   take longer than [`SEND_TIMEOUT`] times out, as the driver's does. Download is not limited.
+//!   take longer than [`SEND_TIMEOUT`](statement_network::SEND_TIMEOUT) times out, as the
+//!   driver's does. Download is not limited.
 //! - **Streams**: opening one takes two link latencies to reach the peer (connection, noise and
-//!   yamux, substream), and its answer one more; the peer's [`Peerset::accept_inbound`] decides.
+//!   yamux, substream), and its answer one more; the peer's
+//!   [`Peerset::accept_inbound`](statement_network::peerset::Peerset::accept_inbound) decides.
 //!   A node that leaves closes its streams: each peer notices one latency later.
 //! - **Discovery**: every node is told the first [`Params::boot_nodes`] nodes (3). Random walks run
 //!   on the driver's schedule (1 s, doubling up to 60 s, 10 s while outbound slots are free),
@@ -32,6 +35,7 @@ mod links;
 mod measure;
 mod node;
 
+use crate::random::{pair_unit, Rng, Zipf};
 use crate::stats::Histogram;
 use node::{Node, Published};
 use statement_network::{
@@ -39,7 +43,6 @@ use statement_network::{
 	Propagation,
 };
 use statement_primitives::{hash_encoded, Encoded, Hash, Statement, StatementsPage, Topic};
-use statement_store_benches::random::{pair_unit, Rng, Zipf};
 use std::{
 	cmp::Reverse,
 	collections::{BTreeMap, BinaryHeap, HashMap},
@@ -381,7 +384,7 @@ impl Sim {
 			}
 			self.handle(next.ev);
 			if let (Some(at), Some(every)) = (report_at.as_mut(), every) {
-				if self.events % 4096 == 0 && Instant::now() >= *at {
+				if self.events.is_multiple_of(4096) && Instant::now() >= *at {
 					*at += every;
 					eprintln!(
 						"  {label}: simulated {:.1} s of {:.1} s, {} events, {:.0} s wall",
