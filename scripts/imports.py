@@ -12,7 +12,7 @@ Prints, for each crate directory given (default: the store crate):
 - files over 600 lines.
 
 Exits 1 if it finds a circle and `--no-circles` was given, so CI can hold the line once it is
-reached (issue 32).
+reached.
 
     python3 scripts/imports.py substrate/client/statement-store [--no-circles] [--up]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The workspace's tests, several runs at the same time beside CPU hogs: a bound in a test is
-# a hang detector, so every test must pass on a machine this busy (issue 32).
+# a hang detector, so every test must pass on a machine this busy.
 #
 #   scripts/tests-under-load.sh [RUNS] [HOGS]     (default: 2 runs, one hog per core)
 #
