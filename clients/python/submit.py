@@ -20,7 +20,7 @@ import time
 from substrateinterface import Keypair, SubstrateInterface
 from substrateinterface.exceptions import SubstrateRequestException
 
-# The statement wire format (shared/DESIGN.md, upstream sp-statement-store), in
+# The statement wire format (docs/DESIGN.md, upstream sp-statement-store), in
 # py-scale-codec's type registry format: a Vec of fields, each tagged by its index here.
 STATEMENT_TYPES = {
     "types": {
