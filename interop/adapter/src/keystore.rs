@@ -16,18 +16,14 @@ impl statement_store::Decryptor for KeystoreDecryptor {
 			Ok(Some(pair)) => pair,
 			Ok(None) => return None,
 			Err(err) => {
-				log::debug!(target: "statement-store", "keystore error for 0x{}: {err}", hex(key));
+				log::debug!(target: "statement-store", "keystore error for 0x{}: {err}", hex::encode(key));
 				return None;
 			}
 		};
 		ecies::decrypt_ed25519(&pair.into_inner().seed(), data)
 			.map_err(
-				|err| log::debug!(target: "statement-store", "posted data for 0x{} skipped: {err}", hex(key)),
+				|err| log::debug!(target: "statement-store", "posted data for 0x{} skipped: {err}", hex::encode(key)),
 			)
 			.ok()
 	}
-}
-
-fn hex(bytes: &[u8]) -> String {
-	bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }

@@ -6,8 +6,8 @@
 //! decrypted with the node's keystore, maintenance spawned on the node's task spawner. What it
 //! returns implements the reference's trait with the reference's results and reasons, so
 //! upstream's gossip handler (`sc-network-statement`) and anything else written against the
-//! trait use it unchanged. `README.md` beside this crate shows the swap in a node's service
-//! file, line by line.
+//! trait use it unchanged. `interop/README.md` ("Swapping the store") shows the swap in a
+//! node's service file, line by line.
 //!
 //! ```ignore
 //! let statement_store = statement_store_sp_adapter::new_shared(

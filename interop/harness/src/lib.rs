@@ -11,25 +11,15 @@ pub mod node;
 pub mod statements;
 pub mod upstream;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Wait until `check` holds, polling every 50 ms; fail after `within`, saying what was seen.
+/// Wait until `check` holds, failing after `within` with what was last seen (the workspace's
+/// `eventually`, for the checks these tests write as `Result<bool, String>`).
 pub async fn eventually<F>(what: &str, within: Duration, mut check: F) -> Result<(), String>
 where
 	F: FnMut() -> Result<bool, String>,
 {
-	let deadline = Instant::now() + within;
-	loop {
-		let seen = check();
-		match seen {
-			Ok(true) => return Ok(()),
-			Ok(false) if Instant::now() < deadline => {}
-			Ok(false) => return Err(format!("{what}: not within {within:?}")),
-			Err(err) if Instant::now() >= deadline => {
-				return Err(format!("{what}: not within {within:?}; last: {err}"))
-			}
-			Err(_) => {}
-		}
-		tokio::time::sleep(Duration::from_millis(50)).await;
-	}
+	statement_test_support::eventually(what, within, || std::future::ready(check()))
+		.await
+		.map_err(String::from)
 }

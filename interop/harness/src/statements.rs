@@ -4,22 +4,18 @@ use sp_core::{sr25519, Pair};
 use sp_statement_store::{Statement, Topic};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The dev accounts a `--dev` node gives allowances to.
-pub const DEV_ACCOUNTS: [&str; 6] =
-	["//Alice", "//Bob", "//Charlie", "//Dave", "//Eve", "//Ferdie"];
-
-/// A topic from a name: its bytes, zero-padded.
+/// The topic `name` stands for, by the workspace's one rule (blake2-256 of the name), as
+/// upstream's type.
 pub fn topic(name: &str) -> Topic {
-	let mut bytes = [0u8; 32];
-	bytes[..name.len().min(32)].copy_from_slice(&name.as_bytes()[..name.len().min(32)]);
-	Topic(bytes)
+	Topic(statement_test_support::topic::named(name).0)
 }
 
 /// Statement `n` on `topics` with `data_len` bytes of data, signed (sr25519) by dev account
 /// `n % 6`, expiring in an hour.
 pub fn signed(n: u32, topics: &[Topic], data_len: usize) -> Statement {
-	let pair = sr25519::Pair::from_string(DEV_ACCOUNTS[n as usize % DEV_ACCOUNTS.len()], None)
-		.expect("a dev account");
+	let suris = statement_test_support::accounts::suris();
+	let pair =
+		sr25519::Pair::from_string(&suris[n as usize % suris.len()], None).expect("a dev account");
 	let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs());
 	let mut statement = Statement::new();
 	statement.set_expiry_from_parts(now as u32 + 3600, n);

@@ -113,7 +113,7 @@ impl UpstreamPeer {
 		// The backend requires a block-announce protocol; nobody is let into it.
 		let (block_announces, block_announce_service) =
 			<Net as NetworkBackend<Block, H256>>::notification_config(
-				format!("/{}/block-announces/1", hex(&genesis)).into(),
+				format!("/{}/block-announces/1", hex::encode(genesis)).into(),
 				Vec::new(),
 				1024,
 				None,
@@ -246,8 +246,4 @@ impl Drop for UpstreamPeer {
 			task.abort();
 		}
 	}
-}
-
-fn hex(bytes: &[u8]) -> String {
-	bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }

@@ -161,7 +161,7 @@ fn operate(
 					.take_recent_statements()
 					.unwrap_or_default()
 					.iter()
-					.map(|(hash, _)| hex(hash))
+					.map(|(hash, _)| short(hash))
 					.collect();
 				hashes.sort();
 				format!("{hashes:?}")
@@ -171,7 +171,7 @@ fn operate(
 			"statement_hashes".into(),
 			both(&|store| {
 				let mut hashes: Vec<String> =
-					store.statement_hashes().iter().map(|hash| hex(hash)).collect();
+					store.statement_hashes().iter().map(|hash| short(hash)).collect();
 				hashes.sort();
 				format!("{hashes:?}")
 			}),
@@ -193,7 +193,8 @@ fn operate(
 						offered += 1;
 						if offered == abort_at {
 							sp_statement_store::FilterDecision::Abort
-						} else if encoding.len() % 2 == 0 || statement.topics().is_empty() {
+						} else if encoding.len().is_multiple_of(2) || statement.topics().is_empty()
+						{
 							sp_statement_store::FilterDecision::Take
 						} else {
 							sp_statement_store::FilterDecision::Skip
@@ -202,7 +203,7 @@ fn operate(
 					match store.statements_by_hashes(&hashes, &mut filter) {
 						Ok((taken, processed)) => format!(
 							"{:?} processed {processed}",
-							taken.iter().map(|(hash, _)| hex(hash)).collect::<Vec<_>>()
+							taken.iter().map(|(hash, _)| short(hash)).collect::<Vec<_>>()
 						),
 						Err(err) => format!("{err:?}"),
 					}
@@ -245,7 +246,7 @@ fn operate(
 				if draw.below(2) == 0 { StatementSource::Local } else { StatementSource::Network };
 			known.push((statement.hash(), statement.clone()));
 			(
-				format!("submit {} {name} from {source:?}", hex(&statement.hash())),
+				format!("submit {} {name} from {source:?}", short(&statement.hash())),
 				both(&|store| format!("{:?}", store.submit(statement.clone(), source))),
 			)
 		}
@@ -263,7 +264,7 @@ fn operate(
 					StatementSource::Network
 				};
 				(
-					format!("submit again {} from {source:?}", hex(&hash)),
+					format!("submit again {} from {source:?}", short(&hash)),
 					both(&|store| format!("{:?}", store.submit(statement.clone(), source))),
 				)
 			}
@@ -283,7 +284,7 @@ fn operate(
 		}
 		7 => match any_known(draw) {
 			Some((hash, _)) => (
-				format!("remove {}", hex(&hash)),
+				format!("remove {}", short(&hash)),
 				both(&|store| format!("{:?}", store.remove(&hash))),
 			),
 			None => ("nothing".into(), [String::new(), String::new()]),
@@ -306,7 +307,7 @@ fn operate(
 			let topics = world.topics(draw);
 			let key = if draw.below(2) == 0 { world.held.public().0 } else { world.stranger };
 			(
-				format!("posted and posted_stmt {topics:?} to {}", hex(&key)),
+				format!("posted and posted_stmt {topics:?} to {}", short(&key)),
 				both(&|store| {
 					format!(
 						"{:?} {:?}",
@@ -332,7 +333,7 @@ fn operate(
 		}
 		12 => match any_known(draw) {
 			Some((hash, _)) => (
-				format!("statement and has_statement {}", hex(&hash)),
+				format!("statement and has_statement {}", short(&hash)),
 				both(&|store| {
 					format!(
 						"{:?} {}",
@@ -354,15 +355,16 @@ fn operate(
 				format!(
 					"{} statements {:?}",
 					all.len(),
-					all.iter().map(|hash| hex(hash)).collect::<Vec<_>>()
+					all.iter().map(|hash| short(hash)).collect::<Vec<_>>()
 				)
 			}),
 		),
 	}
 }
 
-fn hex(bytes: &[u8]) -> String {
-	bytes.iter().take(4).map(|byte| format!("{byte:02x}")).collect()
+/// A statement's short name in messages: its hash's first 4 bytes as hex.
+fn short(hash: &[u8]) -> String {
+	statement_test_support::hex::encode(&hash[..hash.len().min(4)])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,8 +417,8 @@ async fn the_reference_store_and_ours_answer_the_same_drawn_operations() {
 				})
 				.collect();
 			assert_eq!(
-				held[0].iter().map(|h| hex(h)).collect::<Vec<_>>(),
-				held[1].iter().map(|h| hex(h)).collect::<Vec<_>>(),
+				held[0].iter().map(|h| short(h)).collect::<Vec<_>>(),
+				held[1].iter().map(|h| short(h)).collect::<Vec<_>>(),
 				"seed {seed}: the stores hold different statements after `{name}` (reference left, ours right); the operations drawn:\n{}",
 				history.join("\n")
 			);

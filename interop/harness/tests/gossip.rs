@@ -180,7 +180,7 @@ async fn our_light_node_gets_from_upstream_only_the_statements_its_filter_matche
 		let wanted = topic("apples");
 		let node = OurNode::start(&[
 			"--statement-topics",
-			&format!("0x{}", statement_interop::node::hex(&wanted.0)),
+			&statement_test_support::hex::encode(&wanted.0),
 		])
 		.expect("our light node starts");
 		let genesis = genesis_of(&node);
