@@ -35,9 +35,10 @@ async fn statement_1_nodes_among_statement_2_nodes_converge() -> Result<()> {
 		wait_metric(network.node(name)?, PEERS, |peers| peers >= 2.0, CONNECT_WITHIN).await?;
 	}
 	let clients = network.clients(&NAMES).await?;
-	let signers = ["//Alice", "//Bob", "//Charlie", "//Dave", "//Eve", "//Ferdie"];
+	let signers = statement_test_support::accounts::suris();
 	let drafts = NAMES.iter().zip(signers).flat_map(|(name, signer)| {
-		(0..PER_NODE).map(move |index| Draft::new(signer, "mixed", format!("from {name}, {index}")))
+		(0..PER_NODE)
+			.map(move |index| Draft::new(&signer, "mixed", format!("from {name}, {index}")))
 	});
 	let statements = sign_all(drafts).await?;
 	for (batch, client) in statements.chunks(PER_NODE).zip(&clients) {

@@ -5,15 +5,11 @@ use anyhow::Result;
 use std::time::Duration;
 use zombienet_sdk::NetworkNode;
 
-/// Peers with an open statement stream.
-pub const PEERS: &str = "substrate_sub_libp2p_peers_count";
-/// Times a peer sent statements faster than `--statement-rate-limit` allows.
-pub const FLOODING_DETECTED: &str = "substrate_sync_statement_flooding_detected";
-/// Statements the store admitted as new (from RPC or from peers), since the node started.
-pub const SUBMITTED: &str = "substrate_sub_statement_store_submitted_statements";
+pub use statement_test_support::metrics::names::{FLOODING_DETECTED, PEERS, SUBMITTED};
 
-/// Wait until `node`'s metric `name` satisfies `accept`, and return its value. A metric the
-/// node does not report reads as 0; a node that does not answer (restarting) is waited for.
+/// Wait until `node`'s metric `name` satisfies `accept`, and return its value. A node that
+/// does not answer (restarting), or does not report the metric yet, is waited for, and what
+/// it said is what the failure shows.
 pub async fn wait_metric(
 	node: &NetworkNode,
 	name: &str,

@@ -3,7 +3,6 @@
 
 mod binary;
 mod chain_spec;
-mod hex;
 mod metrics;
 mod network;
 mod rpc;
@@ -15,6 +14,7 @@ pub use chain_spec::{Allowance, ChainSpec};
 pub use metrics::{wait_metric, FLOODING_DETECTED, PEERS, SUBMITTED};
 pub use network::{NodePlan, TestNetwork};
 pub use rpc::{diff, encoded, wait_until_all_store, Client, Encoded};
+pub use statement_test_support::hex;
 pub use statements::{
 	account_of, fingerprint, sign, sign_all, topic, AccountId, Draft, Statement, MAX_DATA_BYTES,
 };

@@ -12,12 +12,10 @@ const PARALLEL_SIGNERS: usize = 4;
 /// Linux refuses a single argument longer than 128 KiB, so `--data` cannot carry more.
 pub const MAX_DATA_BYTES: usize = 127 * 1024;
 
-/// A 32-byte topic named by `name`: its bytes, zero-padded, as `0x`-hex.
+/// The topic `name` stands for, as `0x`-hex: the workspace's one rule (blake2-256 of the
+/// name, as `statement-node sign --topic <text>` reads it).
 pub fn topic(name: &str) -> String {
-	assert!(name.len() <= 32, "topic name {name:?} is longer than 32 bytes");
-	let mut bytes = [0u8; 32];
-	bytes[..name.len()].copy_from_slice(name.as_bytes());
-	hex::encode(&bytes)
+	statement_test_support::topic::named_hex(name)
 }
 
 /// What to sign: the arguments of `statement-node sign`.
