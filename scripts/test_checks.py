@@ -96,7 +96,8 @@ class Parts(unittest.TestCase):
         copy = tempfile.mkdtemp(prefix="parts-")
         shutil.copytree(os.path.join(STORE, "src"), os.path.join(copy, "src"))
         target = os.path.join(copy, "src", path)
-        text = open(target, encoding="utf-8").read()
+        with open(target, encoding="utf-8") as file:
+            text = file.read()
         self.assertIn(old, text, f"{path} no longer has {old!r}: update the planted fault")
         with open(target, "w", encoding="utf-8") as file:
             file.write(text.replace(old, new, 1))
