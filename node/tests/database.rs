@@ -62,3 +62,24 @@ fn stopping_a_tmp_node_closes_the_store_before_its_directory_goes() {
 		lines.iter().filter(|line| line.contains("WARN") || line.contains("ERROR")).collect();
 	assert!(trouble.is_empty(), "a clean stop logged: {trouble:#?}");
 }
+
+#[test]
+fn a_killed_dev_node_leaves_no_temporary_base_path_behind() {
+	let node = common::start(&["--dev", "--no-prometheus"]);
+	// The store's files are open under the node's temporary base path.
+	let open: Vec<std::path::PathBuf> = std::fs::read_dir(format!("/proc/{}/fd", node.pid()))
+		.unwrap()
+		.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+		.collect();
+	let base = open
+		.iter()
+		.find_map(|path| {
+			path.ancestors()
+				.find(|dir| dir.file_name().is_some_and(|name| name.to_string_lossy().starts_with("statement-node")))
+		})
+		.unwrap_or_else(|| panic!("no open file under a temporary base path: {open:#?}"))
+		.to_path_buf();
+	assert!(base.exists(), "{}", base.display());
+	node.kill().unwrap();
+	assert!(!base.exists(), "SIGKILL left {} behind", base.display());
+}

@@ -88,8 +88,11 @@ pub struct Launch {
 
 impl Launch {
 	/// Run `binary` (see [`crate::binary`]). The launcher adds only `--rpc-port 0` and
-	/// `--prometheus-port 0` where the caller's arguments name no port, and `--ready-file`
-	/// where they name no readiness file of their own.
+	/// `--prometheus-port 0` where the caller's arguments name no port and `--ready-file` where
+	/// they name no readiness file of their own. The node's `TMPDIR` is a directory of the
+	/// launcher's, removed with the [`Node`], so a temporary base path (`--tmp`, `--dev`) of
+	/// a node killed with SIGKILL does not stay behind (the node removes its own only when it
+	/// stops cleanly).
 	pub fn new(binary: impl Into<PathBuf>) -> Self {
 		Launch { binary: binary.into(), args: Vec::new(), descriptors: None, env: Vec::new() }
 	}
@@ -154,8 +157,9 @@ impl Launch {
 	/// its log.
 	pub fn start(&self) -> Result<Node> {
 		let started = Instant::now();
-		let ready_dir = tempfile::tempdir()
-			.map_err(|err| Error::new(format!("a directory for the readiness file: {err}")))?;
+		let ready_dir = tempfile::tempdir().map_err(|err| {
+			Error::new(format!("a directory for the readiness file and temporary files: {err}"))
+		})?;
 		// The caller's own readiness file, if it names one; else one of the launcher's.
 		let given = self.args.iter().position(|arg| arg == READY_FILE_FLAG);
 		let ready_path = match given.and_then(|at| self.args.get(at + 1)) {
@@ -173,6 +177,7 @@ impl Launch {
 			command.arg(READY_FILE_FLAG).arg(&ready_path);
 		}
 		command
+			.env("TMPDIR", ready_dir.path())
 			.envs(self.env.iter().map(|(key, value)| (key, value)))
 			.stdout(Stdio::null())
 			.stderr(Stdio::piped());
