@@ -74,8 +74,10 @@ fn a_killed_dev_node_leaves_no_temporary_base_path_behind() {
 	let base = open
 		.iter()
 		.find_map(|path| {
-			path.ancestors()
-				.find(|dir| dir.file_name().is_some_and(|name| name.to_string_lossy().starts_with("statement-node")))
+			path.ancestors().find(|dir| {
+				dir.file_name()
+					.is_some_and(|name| name.to_string_lossy().starts_with("statement-node"))
+			})
 		})
 		.unwrap_or_else(|| panic!("no open file under a temporary base path: {open:#?}"))
 		.to_path_buf();
