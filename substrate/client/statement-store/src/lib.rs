@@ -129,6 +129,9 @@ pub use open::check::{check, repair, CheckReport, RepairReport};
 pub use open::snapshot::SNAPSHOT_FILE;
 pub use store::{StatementsPage, Store};
 pub use subscription::{
-	handle::Subscription, queue::Encoded, subscribe::DEFAULT_SUBSCRIBER_QUEUE_BYTES,
+	filters::{FilterReplay, FilterSubscription},
+	handle::Subscription,
+	queue::Encoded,
+	subscribe::DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 };
 pub use write::maintenance::{MaintenanceReport, SLICE as MAINTENANCE_SLICE};

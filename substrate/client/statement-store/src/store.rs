@@ -227,6 +227,13 @@ impl StatementStore for Store {
 		Ok(Box::new(Store::subscribe_with_queue(self, filter, queue_bytes)?))
 	}
 
+	fn subscribe_filters(
+		&self,
+		queue_bytes: usize,
+	) -> statement_primitives::Result<Box<dyn statement_primitives::FilterSubscription>> {
+		Ok(Box::new(Store::subscribe_filters(self, queue_bytes)?))
+	}
+
 	fn check_subscription_room(&self, starting: usize) -> statement_primitives::Result<()> {
 		self.inner.subscriptions.check_room(starting)
 	}

@@ -491,3 +491,129 @@ fn every_matching_subscriber_gets_each_statement_once_under_concurrent_subscribe
 		});
 	}
 }
+
+/// Every replay page of a filter.
+fn replayed(replay: &mut statement_store::FilterReplay) -> Vec<Vec<u8>> {
+	let mut all = Vec::new();
+	while let Some(page) = replay.next_page(64 * 1024).unwrap() {
+		all.extend(page);
+	}
+	all
+}
+
+/// What is queued for a filter subscription now, with each item's filter ids.
+fn queued(subscription: &statement_store::FilterSubscription) -> Vec<(Vec<u8>, Vec<u64>)> {
+	subscription
+		.try_next_live(usize::MAX)
+		.unwrap()
+		.into_iter()
+		.map(|(encoded, ids)| (encoded.to_vec(), ids.to_vec()))
+		.collect()
+}
+
+#[test]
+fn a_filter_set_replays_each_filter_and_queues_each_new_statement_once_with_its_filters() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let store = open(dir.path(), &clock);
+	let before = simple(1, &[1, 2], b"before");
+	assert_eq!(store.submit(before.clone(), LOCAL), SubmitResult::New);
+	let subscription = store.subscribe_filters(1 << 20).unwrap();
+	let mut one = subscription.add_filter(7, TopicFilter::MatchAll(vec![topic(1)])).unwrap();
+	assert_eq!(one.total(), 1);
+	assert_eq!(replayed(&mut one), vec![before.encode()]);
+	let both = simple(2, &[1, 2], b"both");
+	assert_eq!(store.submit(both.clone(), LOCAL), SubmitResult::New);
+	// Filter 8 comes after `both` was stored: `both` is its replay's, never its live stream's.
+	let mut two = subscription.add_filter(8, TopicFilter::MatchAll(vec![topic(2)])).unwrap();
+	let mut replay_two = replayed(&mut two);
+	replay_two.sort();
+	let mut expected = vec![before.encode(), both.encode()];
+	expected.sort();
+	assert_eq!(replay_two, expected);
+	let later = simple(3, &[1, 2], b"later");
+	let only_two = simple(4, &[2], b"only two");
+	let neither = simple(5, &[3], b"neither");
+	for statement in [&later, &only_two, &neither] {
+		assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
+	}
+	store.wait_for_matching();
+	assert_eq!(
+		queued(&subscription),
+		vec![(both.encode(), vec![7]), (later.encode(), vec![7, 8]), (only_two.encode(), vec![8])]
+	);
+	// A removed filter takes nothing more.
+	subscription.remove_filter(8);
+	let after_removal = simple(6, &[1, 2], b"after removal");
+	let only_two_again = simple(7, &[2], b"only two again");
+	for statement in [&after_removal, &only_two_again] {
+		assert_eq!(store.submit(statement.clone(), LOCAL), SubmitResult::New);
+	}
+	store.wait_for_matching();
+	assert_eq!(queued(&subscription), vec![(after_removal.encode(), vec![7])]);
+	// `any` takes everything from its addition on, and an empty `matchAll` is refused.
+	let any = subscription.add_filter(9, TopicFilter::Any).unwrap();
+	assert_eq!(any.total(), store.len());
+	assert!(subscription
+		.add_filter(10, TopicFilter::MatchAll((0..5).map(topic).collect()))
+		.is_err());
+	let last = simple(8, &[4], b"last");
+	assert_eq!(store.submit(last.clone(), LOCAL), SubmitResult::New);
+	store.wait_for_matching();
+	assert_eq!(queued(&subscription), vec![(last.encode(), vec![9])]);
+}
+
+/// Everything a filter subscription owes now, read in small pages, as it comes.
+fn drained(subscription: &statement_store::FilterSubscription) -> Vec<(Vec<u8>, Vec<u64>)> {
+	let mut all = Vec::new();
+	loop {
+		let page = subscription.try_next_live(1000).unwrap();
+		if page.is_empty() {
+			return all;
+		}
+		all.extend(page.into_iter().map(|(encoded, ids)| (encoded.to_vec(), ids.to_vec())));
+	}
+}
+
+#[test]
+fn a_filter_set_that_falls_behind_reads_what_it_owes_from_the_store_in_order() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let store = open(dir.path(), &clock);
+	let subscription = store.subscribe_filters(4 * 1024).unwrap();
+	let _any = subscription.add_filter(0, TopicFilter::Any).unwrap();
+	let numbered_all = |from: u32, to: u32| -> Vec<Vec<u8>> {
+		submit_all(&store, from, to, 400);
+		(from..to).map(|n| numbered(n, 400).encode()).collect()
+	};
+	// Two taken from the queue, then far more than its 4 KiB: it spills.
+	let mut expected: Vec<(Vec<u8>, Vec<u64>)> =
+		numbered_all(0, 2).into_iter().map(|encoded| (encoded, vec![0])).collect();
+	store.wait_for_matching();
+	assert_eq!(drained(&subscription), expected);
+	expected.clear();
+	expected.extend(numbered_all(2, 40).into_iter().map(|encoded| (encoded, vec![0])));
+	store.wait_for_matching();
+	assert!(subscription.catching_up(), "40 statements of 400 bytes fit no 4 KiB queue");
+	assert!(subscription.live().peak_buffered_bytes() <= 4 * 1024);
+	// A filter added while it is behind takes only what is stored after it; a statement
+	// removed before it was read is not sent.
+	let _topic_one = subscription.add_filter(1, TopicFilter::MatchAll(vec![topic(1)])).unwrap();
+	for n in 40..50 {
+		let encoded = numbered(n, 400).encode();
+		let ids = if n % 3 == 1 { vec![0, 1] } else { vec![0] };
+		expected.push((encoded, ids));
+	}
+	submit_all(&store, 40, 50, 400);
+	let removed = numbered(45, 400);
+	assert!(store.remove(&removed.hash()).is_ok());
+	expected.retain(|(encoded, _)| *encoded != removed.encode());
+	store.wait_for_matching();
+	assert_eq!(drained(&subscription), expected);
+	assert!(!subscription.catching_up());
+	// Caught up, it queues again, and nothing comes twice.
+	let next = numbered_all(50, 51);
+	store.wait_for_matching();
+	assert_eq!(drained(&subscription), vec![(next[0].clone(), vec![0])]);
+	assert_eq!(store.metrics().subscriptions, 1);
+}

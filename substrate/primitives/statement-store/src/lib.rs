@@ -8,11 +8,12 @@
 //! Its parts: `statement` (the type and its fields) and `wire` (the SCALE encoding, strict
 //! decoding) make a statement; `proof` signs and verifies it (sr25519, ed25519, ecdsa);
 //! `types` holds hashes, topics, keys and the hash function; `allowance` the per-account
-//! limits and their chain-state key; `filter` the topic filters of subscriptions; `submit`
-//! the outcomes of a submission; `store` and `subscription` the trait a store implements and
-//! RPC and gossip call; [`ecies`] encrypts a posted statement's data to its recipient's
-//! ed25519 key, as upstream does; `error` the one error type; [`dev`] the well-known development accounts; `testing` (feature `testing`)
-//! builds statements and keys for tests.
+//! limits and their chain-state key; `filter` the topic filters of subscriptions, and
+//! `filters` the subscriptions of a changing set of them (the spec-v2 RPC's); `submit` the
+//! outcomes of a submission; `store` and `subscription` the trait a store implements and RPC
+//! and gossip call; [`ecies`] encrypts a posted statement's data to its recipient's ed25519
+//! key, as upstream does; `error` the one error type; [`dev`] the well-known development
+//! accounts; `testing` (feature `testing`) builds statements and keys for tests.
 //!
 //! ```
 //! use sp_core::Pair;
@@ -68,6 +69,7 @@ pub mod dev;
 pub mod ecies;
 mod error;
 mod filter;
+mod filters;
 mod proof;
 mod statement;
 mod store;
@@ -81,6 +83,7 @@ mod wire;
 pub use allowance::{statement_allowance_key, StatementAllowance, STATEMENT_ALLOWANCE_PREFIX};
 pub use error::{Error, Result};
 pub use filter::{check_match_all, TopicFilter};
+pub use filters::{FilterReplay, FilterSubscription};
 pub use proof::{Proof, SignatureVerificationResult};
 pub use statement::Statement;
 pub use store::{StatementStore, StatementsPage};

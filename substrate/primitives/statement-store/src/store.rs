@@ -114,6 +114,15 @@ pub trait StatementStore: Send + Sync {
 		Ok(())
 	}
 
+	/// A subscription of a set of filters, none yet, with a live queue of at most
+	/// `queue_bytes` (see [`crate::FilterSubscription`]); counted in the store's subscription
+	/// budget as any subscription is. A store that does not offer them says so
+	/// ([`crate::Error::Unsupported`]).
+	fn subscribe_filters(&self, queue_bytes: usize) -> Result<Box<dyn crate::FilterSubscription>> {
+		let _ = queue_bytes;
+		Err(crate::Error::Unsupported("subscriptions of a set of filters".into()))
+	}
+
 	/// [`StatementStore::subscribe_with_queue`] with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`].
 	fn subscribe(&self, filter: TopicFilter) -> Result<Box<dyn StatementSubscription>> {
 		self.subscribe_with_queue(filter, DEFAULT_SUBSCRIBER_QUEUE_BYTES)

@@ -22,6 +22,31 @@ pub(super) struct Replay {
 	pub(super) below: Id,
 }
 
+impl Replay {
+	/// The next page of stored matches, oldest first, at most `max_bytes` (at least one
+	/// statement), and its bytes; `None` once none is left. Holds the view lock only while it
+	/// takes a page's ids.
+	pub(super) fn next_page(
+		&mut self,
+		store: &Store,
+		max_bytes: usize,
+	) -> Result<Option<(Vec<Vec<u8>>, usize)>> {
+		let inner = &store.inner;
+		loop {
+			let ids = inner.filter_page(&self.filter, self.after, self.below, PAGE_IDS)?;
+			if ids.scanned_to.is_none() {
+				return Ok(None);
+			}
+			let bodies = inner.page_bodies(ids, self.after, max_bytes, true)?;
+			self.after = bodies.cursor;
+			if !bodies.read.is_empty() {
+				let page = bodies.read.into_iter().map(|(_, _, body)| body).collect();
+				return Ok(Some((page, bodies.bytes)));
+			}
+		}
+	}
+}
+
 impl Subscription {
 	/// Register for `filter`'s live stream with a queue of at most `queue_bytes`; replay
 	/// covers ids below `below`, `replay_total` matches. The caller holds the view lock.
@@ -54,21 +79,17 @@ impl Subscription {
 	/// statement); `None` once the replay is done. Holds the view lock only while it takes a
 	/// page's ids.
 	pub fn next_replay_page(&mut self, max_bytes: usize) -> Result<Option<Vec<Vec<u8>>>> {
-		let inner = &self.store.inner;
-		while let Some(replay) = &mut self.replay {
-			let ids = inner.filter_page(&replay.filter, replay.after, replay.below, PAGE_IDS)?;
-			if ids.scanned_to.is_none() {
-				self.replay = None;
-				break;
+		let Some(replay) = &mut self.replay else { return Ok(None) };
+		match replay.next_page(&self.store, max_bytes)? {
+			Some((page, bytes)) => {
+				self.largest_page = self.largest_page.max(bytes);
+				Ok(Some(page))
 			}
-			let bodies = inner.page_bodies(ids, replay.after, max_bytes, true)?;
-			replay.after = bodies.cursor;
-			if !bodies.read.is_empty() {
-				self.largest_page = self.largest_page.max(bodies.bytes);
-				return Ok(Some(bodies.read.into_iter().map(|(_, _, body)| body).collect()));
+			None => {
+				self.replay = None;
+				Ok(None)
 			}
 		}
-		Ok(None)
 	}
 
 	/// Statements committed since the subscription began, oldest first, up to `max_bytes`

@@ -40,6 +40,7 @@
 //!
 //! Gossip's own watcher is not counted.
 
+pub(crate) mod filters;
 pub(crate) mod handle;
 pub(crate) mod queue;
 pub(crate) mod registry;

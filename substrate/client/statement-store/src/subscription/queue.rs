@@ -1,6 +1,11 @@
 //! One subscriber's live queue: bounded in bytes, shared encodings, a lag once it overflows.
+//!
+//! A subscriber of a set of filters does not lag: its queue *spills*. It is emptied, and the
+//! reader catches up from the store, where every statement it lost is stored, from the one
+//! after the last it took (ids grow in commit order, which is the queue's order); new
+//! statements are not queued until it has (see `filters`).
 
-use crate::{error::Error, error::Result};
+use crate::{error::Error, error::Result, index::schema::Id};
 use parking_lot::Mutex;
 use std::{
 	collections::VecDeque,
@@ -21,11 +26,21 @@ pub(super) struct Queue {
 	/// Bytes queued for every budgeted subscriber together (see the module documentation);
 	/// `None` for a queue outside the budget.
 	pub(super) total: Option<Arc<AtomicUsize>>,
+	/// Whether the queue spills rather than lags when it overflows (see the module docs).
+	pub(super) spills: bool,
 }
 
 #[derive(Default)]
 pub(super) struct QueueState {
 	pub(super) items: VecDeque<Encoded>,
+	/// For a subscriber of a set of filters, each item's id in the store and the ids of the
+	/// filters it matched, one entry an item; empty for a subscriber of one filter.
+	pub(super) tags: VecDeque<(Id, Box<[u64]>)>,
+	/// The id of the last item the reader took (of a queue that spills).
+	pub(super) taken_through: Id,
+	/// Set once the queue spilled: the reader reads from the store, from this id on, and
+	/// nothing is queued until it has caught up.
+	pub(super) spilled_from: Option<Id>,
 	/// Bytes of `items`, plus `held`.
 	pub(super) bytes: usize,
 	/// Bytes the reader took and holds unsent ([`Subscription::hold`]).
@@ -40,14 +55,35 @@ impl Queue {
 	/// Queue `item`, or, if it would take the queue past its bound, empty the queue and mark
 	/// the subscriber lagging. Returns whether the subscriber is still served.
 	pub(super) fn push(&self, item: &Encoded) -> bool {
+		self.push_with(item, None)
+	}
+
+	/// [`Queue::push`] for a subscriber of a set of filters: `item`, stored as `id`, matched
+	/// filters `tags`. Past the bound the queue spills, and the subscriber is still served.
+	pub(super) fn push_tagged(&self, item: &Encoded, id: Id, tags: Box<[u64]>) -> bool {
+		self.push_with(item, Some((id, tags)))
+	}
+
+	fn push_with(&self, item: &Encoded, tags: Option<(Id, Box<[u64]>)>) -> bool {
 		let mut state = self.state.lock();
+		if state.spilled_from.is_some() {
+			// The reader will read it from the store.
+			return true;
+		}
 		if state.bytes > 0 && state.bytes + item.len() > self.bound {
+			if self.spills {
+				self.spill(state);
+				return true;
+			}
 			self.lag(state);
 			return false;
 		}
 		state.bytes += item.len();
 		state.peak = state.peak.max(state.bytes);
 		state.items.push_back(item.clone());
+		if let Some(tags) = tags {
+			state.tags.push_back(tags);
+		}
 		self.counted(item.len() as isize);
 		let waker = state.waker.clone();
 		drop(state);
@@ -67,8 +103,13 @@ impl Queue {
 			return false;
 		}
 		if state.bytes > 0 && state.bytes + bytes > self.bound {
-			self.lag(state);
-			return false;
+			if !self.spills {
+				self.lag(state);
+				return false;
+			}
+			// What is queued goes (the reader will read it from the store), so that what
+			// the reader holds fits.
+			self.empty_into_store(&mut state);
 		}
 		state.bytes += bytes;
 		state.held += bytes;
@@ -91,6 +132,7 @@ impl Queue {
 	pub(super) fn lag(&self, mut state: parking_lot::MutexGuard<'_, QueueState>) {
 		self.counted(-(state.bytes as isize));
 		state.items = VecDeque::new();
+		state.tags = VecDeque::new();
 		state.bytes = 0;
 		state.held = 0;
 		state.lagged = true;
@@ -100,6 +142,48 @@ impl Queue {
 		if let Some(waker) = waker {
 			waker.wake();
 		}
+	}
+
+	/// Empty the queue of a subscriber of a set of filters, which from now on reads from the
+	/// store, from the statement after the last it took, until it has caught up.
+	pub(super) fn spill(&self, mut state: parking_lot::MutexGuard<'_, QueueState>) {
+		self.empty_into_store(&mut state);
+		let waker = state.waker.clone();
+		drop(state);
+		self.ready.notify_one();
+		if let Some(waker) = waker {
+			waker.wake();
+		}
+	}
+
+	/// Drop what is queued (not what the reader holds) and read from the store instead.
+	fn empty_into_store(&self, state: &mut QueueState) {
+		let queued = state.bytes - state.held;
+		self.counted(-(queued as isize));
+		state.bytes = state.held;
+		state.items = VecDeque::new();
+		state.tags = VecDeque::new();
+		let from = state.taken_through + 1;
+		state.spilled_from.get_or_insert(from);
+	}
+
+	/// Where the reader of a spilled queue reads from next; `None` unless it spilled.
+	pub(super) fn spilled_from(&self) -> Option<Id> {
+		self.state.lock().spilled_from
+	}
+
+	/// The reader of a spilled queue read the store through `through`.
+	pub(super) fn caught_up_to(&self, through: Id) {
+		let mut state = self.state.lock();
+		state.taken_through = state.taken_through.max(through);
+		if state.spilled_from.is_some() {
+			state.spilled_from = Some(state.taken_through + 1);
+		}
+	}
+
+	/// The reader of a spilled queue has read every stored statement: queue again.
+	pub(super) fn resume(&self) {
+		self.state.lock().spilled_from = None;
 	}
 
 	/// Bytes queued now.
@@ -112,6 +196,7 @@ impl Queue {
 		let mut state = self.state.lock();
 		self.counted(-(state.bytes as isize));
 		state.items = VecDeque::new();
+		state.tags = VecDeque::new();
 		state.bytes = 0;
 		state.held = 0;
 	}
@@ -128,6 +213,12 @@ impl Queue {
 
 	/// Queued statements up to `max_bytes` (at least one), or the lag error.
 	pub(super) fn take(&self, max_bytes: usize) -> Result<Vec<Encoded>> {
+		Ok(self.take_with_tags(max_bytes)?.into_iter().map(|(item, _)| item).collect())
+	}
+
+	/// [`Queue::take`] with each item's filter ids (empty for a subscriber of one filter).
+	/// Empty while the queue is spilled.
+	pub(super) fn take_with_tags(&self, max_bytes: usize) -> Result<Vec<(Encoded, Box<[u64]>)>> {
 		let mut state = self.state.lock();
 		if state.lagged {
 			return Err(Error::Lagged { queue_bytes: self.bound });
@@ -139,7 +230,15 @@ impl Queue {
 				break;
 			}
 			bytes += item.len();
-			out.extend(state.items.pop_front());
+			let item = state.items.pop_front().expect("front exists");
+			let tags = match state.tags.pop_front() {
+				Some((id, tags)) => {
+					state.taken_through = id;
+					tags
+				}
+				None => Box::default(),
+			};
+			out.push((item, tags));
 		}
 		state.bytes -= bytes;
 		self.counted(-(bytes as isize));

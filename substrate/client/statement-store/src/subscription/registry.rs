@@ -1,7 +1,11 @@
 //! The open subscriptions, indexed by topic, and the matcher thread (`stmt-match`) that queues each commit's statements for the subscribers they match.
 
 use super::queue::{Encoded, Queue};
-use crate::{error::Error, error::Result, index::schema::Record};
+use crate::{
+	error::Error,
+	error::Result,
+	index::schema::{Id, Record},
+};
 use parking_lot::{Condvar, Mutex};
 use statement_primitives::{Hash, Topic, TopicFilter, SUBSCRIPTION_STATE_BYTES};
 use std::{
@@ -14,11 +18,46 @@ use std::{
 use tokio::sync::Notify;
 
 pub(super) struct Subscriber {
-	pub(super) filter: TopicFilter,
+	pub(super) wants: Wants,
 	pub(super) queue: Arc<Queue>,
-	/// Batches numbered up to this one were committed before the subscriber registered: the
+}
+
+/// What a subscriber asks for.
+pub(super) enum Wants {
+	/// One filter, fixed for the subscriber's life.
+	One(Wanted),
+	/// Filters added and removed while it lives, each from its own commit on; what matches is
+	/// queued once, with the ids of the filters it matched.
+	Set(Vec<Wanted>),
+}
+
+/// One filter of a subscriber.
+pub(super) struct Wanted {
+	/// The filter's id within its subscriber (0 for a subscriber of one filter).
+	pub(super) id: u64,
+	pub(super) filter: TopicFilter,
+	/// Batches numbered up to this one were committed before the filter was added: its
 	/// replay has them, the live stream must not.
-	after_batch: u64,
+	pub(super) after_batch: u64,
+	/// The same line in ids: statements stored as this id or a later one are the live
+	/// stream's (0 for a subscriber of one filter, which never reads the store for it).
+	pub(super) from_id: Id,
+}
+
+impl Wanted {
+	/// Whether a statement with `topics`, committed in `batch`, is this filter's to stream.
+	fn takes(&self, batch: u64, topics: &[Topic]) -> bool {
+		self.after_batch < batch && matches(&self.filter, topics)
+	}
+}
+
+impl Wants {
+	fn filters(&self) -> &[Wanted] {
+		match self {
+			Wants::One(wanted) => std::slice::from_ref(wanted),
+			Wants::Set(wanted) => wanted,
+		}
+	}
 }
 
 /// Statements a commit handed to the matcher.
@@ -41,6 +80,8 @@ pub(super) struct Index {
 	pub(super) all: Vec<u64>,
 	/// `MatchAll` under its first topic (the rest are checked), `MatchAny` under each.
 	pub(super) by_topic: HashMap<Topic, Vec<u64>>,
+	/// Subscribers of a set of filters, which may be listed under a key more than once.
+	sets: usize,
 }
 
 impl Index {
@@ -59,35 +100,45 @@ impl Index {
 		if subscriber.queue.total.is_some() {
 			self.budgeted.fetch_add(1, Ordering::Relaxed);
 		}
-		match Index::keys(&subscriber.filter) {
-			None => self.all.push(id),
-			Some(topics) => {
-				for topic in topics {
-					let listed = self.by_topic.entry(*topic).or_default();
-					// A `MatchAny` may name a topic twice: list it once.
-					if listed.last() != Some(&id) {
-						listed.push(id);
-					}
-				}
-			}
+		if matches!(subscriber.wants, Wants::Set(_)) {
+			self.sets += 1;
+		}
+		for wanted in subscriber.wants.filters() {
+			self.list(id, &wanted.filter);
 		}
 		self.subscribers.insert(id, subscriber);
 	}
 
-	pub(super) fn remove(&mut self, id: u64) -> Option<Subscriber> {
-		let subscriber = self.subscribers.remove(&id)?;
-		if subscriber.queue.total.is_some() {
-			self.budgeted.fetch_sub(1, Ordering::Relaxed);
+	/// List subscriber `id` where `filter` is found.
+	fn list(&mut self, id: u64, filter: &TopicFilter) {
+		match Index::keys(filter) {
+			None => self.all.push(id),
+			Some(topics) => {
+				for (at, topic) in topics.iter().enumerate() {
+					// A `MatchAny` may name a topic twice: list it once for the filter.
+					if topics[..at].contains(topic) {
+						continue;
+					}
+					self.by_topic.entry(*topic).or_default().push(id);
+				}
+			}
 		}
+	}
+
+	/// Take one listing of subscriber `id` for `filter` out.
+	fn unlist(&mut self, id: u64, filter: &TopicFilter) {
 		let unlist = |listed: &mut Vec<u64>| {
 			if let Some(at) = listed.iter().position(|listed| *listed == id) {
 				listed.swap_remove(at);
 			}
 		};
-		match Index::keys(&subscriber.filter) {
+		match Index::keys(filter) {
 			None => unlist(&mut self.all),
 			Some(topics) => {
-				for topic in topics {
+				for (at, topic) in topics.iter().enumerate() {
+					if topics[..at].contains(topic) {
+						continue;
+					}
 					if let Some(listed) = self.by_topic.get_mut(topic) {
 						unlist(listed);
 						if listed.is_empty() {
@@ -97,7 +148,43 @@ impl Index {
 				}
 			}
 		}
+	}
+
+	pub(super) fn remove(&mut self, id: u64) -> Option<Subscriber> {
+		let subscriber = self.subscribers.remove(&id)?;
+		if subscriber.queue.total.is_some() {
+			self.budgeted.fetch_sub(1, Ordering::Relaxed);
+		}
+		if matches!(subscriber.wants, Wants::Set(_)) {
+			self.sets -= 1;
+		}
+		for wanted in subscriber.wants.filters() {
+			self.unlist(id, &wanted.filter);
+		}
 		Some(subscriber)
+	}
+
+	/// Add `wanted` to set subscriber `id`; false if there is no such subscriber.
+	pub(super) fn add_filter(&mut self, id: u64, wanted: Wanted) -> bool {
+		let Some(Subscriber { wants: Wants::Set(filters), .. }) = self.subscribers.get_mut(&id)
+		else {
+			return false;
+		};
+		let filter = wanted.filter.clone();
+		filters.push(wanted);
+		self.list(id, &filter);
+		true
+	}
+
+	/// Take filter `filter_id` out of set subscriber `id`, if it has it.
+	pub(super) fn remove_filter(&mut self, id: u64, filter_id: u64) {
+		let Some(Subscriber { wants: Wants::Set(filters), .. }) = self.subscribers.get_mut(&id)
+		else {
+			return;
+		};
+		let Some(at) = filters.iter().position(|wanted| wanted.id == filter_id) else { return };
+		let removed = filters.swap_remove(at);
+		self.unlist(id, &removed.filter);
 	}
 
 	/// The subscribers `topics` may match, each once, in no particular order.
@@ -109,7 +196,9 @@ impl Index {
 				out.extend_from_slice(listed);
 			}
 		}
-		if topics.len() > 1 {
+		// A statement of several topics, or a subscriber of several filters, may be found
+		// more than once.
+		if topics.len() > 1 || self.sets > 0 {
 			out.sort_unstable();
 			out.dedup();
 		}
@@ -271,7 +360,63 @@ impl Subscriptions {
 	pub(super) fn add(&self, filter: TopicFilter, bound: usize) -> Result<(u64, Arc<Queue>)> {
 		let mut index = self.shared.index.lock();
 		self.check_room(0).map_err(Error::Query)?;
-		Ok(self.insert(&mut index, filter, bound, true))
+		Ok(self.insert(&mut index, Some(filter), bound, true))
+	}
+
+	/// Register a subscriber of a set of filters, none yet, counted in the budget; refused
+	/// as [`Subscriptions::add`] is.
+	pub(super) fn add_set(&self, bound: usize) -> Result<(u64, Arc<Queue>)> {
+		let mut index = self.shared.index.lock();
+		self.check_room(0).map_err(Error::Query)?;
+		Ok(self.insert(&mut index, None, bound, true))
+	}
+
+	/// Add `filter` as filter `filter_id` of set subscriber `id`, streaming what commits
+	/// from now on, which is stored as `from_id` or later; the caller holds the view lock
+	/// (shared), so no commit is numbered while it adds. False if the subscriber is gone.
+	pub(super) fn add_filter(
+		&self,
+		id: u64,
+		filter_id: u64,
+		filter: TopicFilter,
+		from_id: Id,
+	) -> bool {
+		let after_batch = self.shared.last_batch.load(Ordering::Acquire);
+		let wanted = Wanted { id: filter_id, filter, after_batch, from_id };
+		self.shared.index.lock().add_filter(id, wanted)
+	}
+
+	/// The filters of set subscriber `id`: each one's id, filter, and the first id its live
+	/// stream takes.
+	pub(super) fn filters_of(&self, id: u64) -> Vec<(u64, TopicFilter, Id)> {
+		match self.shared.index.lock().subscribers.get(&id) {
+			Some(Subscriber { wants: Wants::Set(filters), .. }) => filters
+				.iter()
+				.map(|wanted| (wanted.id, wanted.filter.clone(), wanted.from_id))
+				.collect(),
+			_ => Vec::new(),
+		}
+	}
+
+	/// Set subscriber `id` has read every stored statement from the store after its queue
+	/// spilled: queue again what commits from now on. The caller holds the view lock
+	/// (shared), so no commit is numbered meanwhile, and a commit matched later that the
+	/// store already held is not queued twice.
+	pub(super) fn resume(&self, id: u64) {
+		let after_batch = self.shared.last_batch.load(Ordering::Acquire);
+		let mut index = self.shared.index.lock();
+		let Some(subscriber) = index.subscribers.get_mut(&id) else { return };
+		if let Wants::Set(filters) = &mut subscriber.wants {
+			for wanted in filters.iter_mut() {
+				wanted.after_batch = wanted.after_batch.max(after_batch);
+			}
+		}
+		subscriber.queue.resume();
+	}
+
+	/// Stop streaming filter `filter_id` of set subscriber `id`.
+	pub(super) fn remove_filter(&self, id: u64, filter_id: u64) {
+		self.shared.index.lock().remove_filter(id, filter_id);
 	}
 
 	/// [`TooManySubscriptions`], counted as a refusal, if the open subscriptions' state
@@ -291,13 +436,14 @@ impl Subscriptions {
 
 	/// Register a subscriber outside the budget (gossip's watcher), as [`Subscriptions::add`].
 	pub(super) fn add_unbudgeted(&self, filter: TopicFilter, bound: usize) -> (u64, Arc<Queue>) {
-		self.insert(&mut self.shared.index.lock(), filter, bound, false)
+		self.insert(&mut self.shared.index.lock(), Some(filter), bound, false)
 	}
 
+	/// Register a subscriber of `filter`, or of a set of filters (none yet) if `None`.
 	fn insert(
 		&self,
 		index: &mut Index,
-		filter: TopicFilter,
+		filter: Option<TopicFilter>,
 		bound: usize,
 		budgeted: bool,
 	) -> (u64, Arc<Queue>) {
@@ -307,10 +453,14 @@ impl Subscriptions {
 			ready: Notify::new(),
 			bound: bound.max(1),
 			total: budgeted.then(|| self.shared.queued.clone()),
+			spills: filter.is_none(),
 		});
 		let after_batch = self.shared.last_batch.load(Ordering::Acquire);
-		let subscriber = Subscriber { filter, queue: queue.clone(), after_batch };
-		index.insert(id, subscriber);
+		let wants = match filter {
+			Some(filter) => Wants::One(Wanted { id: 0, filter, after_batch, from_id: 0 }),
+			None => Wants::Set(Vec::new()),
+		};
+		index.insert(id, Subscriber { wants, queue: queue.clone() });
 		(id, queue)
 	}
 
@@ -373,13 +523,28 @@ impl Shared {
 			let mut shared: Option<Encoded> = None;
 			for id in candidates.iter() {
 				let Some(subscriber) = index.subscribers.get(id) else { continue };
-				if subscriber.after_batch >= handed.batch
-					|| !matches(&subscriber.filter, &record.topics)
-				{
-					continue;
-				}
-				let item = shared.get_or_insert_with(|| Arc::from(encoding.as_slice()));
-				if !subscriber.queue.push(item) {
+				let queued = match &subscriber.wants {
+					Wants::One(wanted) => {
+						if !wanted.takes(handed.batch, &record.topics) {
+							continue;
+						}
+						let item = shared.get_or_insert_with(|| Arc::from(encoding.as_slice()));
+						subscriber.queue.push(item)
+					}
+					Wants::Set(filters) => {
+						let ids: Box<[u64]> = filters
+							.iter()
+							.filter(|wanted| wanted.takes(handed.batch, &record.topics))
+							.map(|wanted| wanted.id)
+							.collect();
+						if ids.is_empty() {
+							continue;
+						}
+						let item = shared.get_or_insert_with(|| Arc::from(encoding.as_slice()));
+						subscriber.queue.push_tagged(item, record.id, ids)
+					}
+				};
+				if !queued {
 					log::debug!(
 						target: "statement-store",
 						"subscription {id} lagged past {} queued bytes; dropped",
@@ -416,6 +581,14 @@ impl Shared {
 		for (bytes, id) in behind {
 			if left <= target || bytes == 0 {
 				break;
+			}
+			// A subscriber of a set of filters spills to the store instead, and stays.
+			if index.subscribers.get(&id).is_some_and(|subscriber| subscriber.queue.spills) {
+				left = left.saturating_sub(bytes);
+				if let Some(subscriber) = index.subscribers.get(&id) {
+					subscriber.queue.spill(subscriber.queue.state.lock());
+				}
+				continue;
 			}
 			left = left.saturating_sub(bytes + SUBSCRIPTION_STATE_BYTES);
 			if let Some(subscriber) = index.remove(id) {

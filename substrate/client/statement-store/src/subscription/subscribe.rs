@@ -50,7 +50,13 @@ impl Store {
 		let _view = self.inner.reads.view();
 		// Every stored statement has a lower id, every later one a higher id.
 		let below = crate::index::lists::last_stored_id(&*self.inner.db)?.map_or(1, |id| id + 1);
-		let total = match &filter {
+		let total = self.count_matches(&filter)?;
+		Subscription::register(self, filter, queue_bytes, below, total)
+	}
+
+	/// How many stored statements match `filter` now; the caller holds the view lock.
+	pub(crate) fn count_matches(&self, filter: &TopicFilter) -> Result<u64> {
+		let total = match filter {
 			TopicFilter::MatchAll(topics) if !topics.is_empty() => {
 				let mut lists = Vec::new();
 				for topic in topics {
@@ -71,6 +77,6 @@ impl Store {
 			}
 			TopicFilter::Any | TopicFilter::MatchAll(_) => self.len() as usize,
 		};
-		Subscription::register(self, filter, queue_bytes, below, total as u64)
+		Ok(total as u64)
 	}
 }

@@ -15,7 +15,7 @@ use std::sync::{atomic::Ordering, Arc};
 use tokio::sync::Notify;
 
 fn queue(bound: usize) -> Queue {
-	Queue { state: Mutex::default(), ready: Notify::new(), bound, total: None }
+	Queue { state: Mutex::default(), ready: Notify::new(), bound, total: None, spills: false }
 }
 
 #[test]
