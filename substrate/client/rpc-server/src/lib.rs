@@ -57,5 +57,5 @@ mod transport;
 
 pub use origin::{AllowedOrigin, Cors, InvalidOrigin};
 pub use oversized::MOST_DRAINED;
-pub use server::{Config, Server, MAX_REQUEST_BYTES};
+pub use server::{Config, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_ID_CHARS};
 pub use transport::SUBSCRIPTION_OVER_HTTP_CODE;

@@ -26,6 +26,10 @@ use tokio::net::{TcpListener, TcpStream};
 /// Largest request body, and largest WebSocket message, in bytes.
 pub const MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
 
+/// Characters of a subscription id: random alphanumerics, as Substrate's
+/// `RandomStringIdProvider::new(16)` hands out.
+pub const SUBSCRIPTION_ID_CHARS: usize = 16;
+
 /// What a connection past the limit is told before it is closed.
 const REFUSED: &str = concat!(
 	"HTTP/1.1 429 Too Many Requests\r\n",
@@ -83,6 +87,8 @@ impl Server {
 					.inactive_limit(Duration::from_secs(60))
 					.max_failures(3),
 			)
+			// As a Substrate node: subscription ids are 16 random alphanumeric characters.
+			.set_id_provider(jsonrpsee::server::RandomStringIdProvider::new(SUBSCRIPTION_ID_CHARS))
 			.build();
 		let rpc_middleware = RpcServiceBuilder::new()
 			.layer(CountCallsLayer)

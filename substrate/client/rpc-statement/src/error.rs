@@ -7,6 +7,8 @@
 //! | -32602 | [`INVALID_PARAMS`] | a parameter is missing or malformed: the message names it | no, fix the call |
 //! | -32603 | [`INTERNAL`] | the node failed inside (a task it ran died) | yes |
 //! | -32006 | [`TOO_MANY_SUBSCRIPTIONS`] | past the connection's subscription limit, or the store's subscription memory budget | after closing some |
+//! | -32800 | [`TOO_MANY_V2_SUBSCRIPTIONS`] | `statement_unstable_subscribe` past the connection's spec-v2 limit (at least 2; 16 by default) | after closing some |
+//! | -32801 | [`UNKNOWN_SUBSCRIPTION`] | `statement_unstable_add_filter` names a subscription this connection does not hold | no |
 //! | -32007 | [`REQUEST_TOO_LARGE`] | a request body past 16 MiB (HTTP 413) | no |
 //! | -32008 | [`RESPONSE_TOO_LARGE`] | an answer past the response limit (`statement_dump`: page with `statement_dumpPage`) | no |
 //! | 1040 | [`KEYSTORE`] | `author_insertKey` could not store the key | after fixing the keystore |
@@ -33,6 +35,10 @@ pub const INTERNAL: i32 = -32603;
 /// Past a connection's subscription limit or the store's subscription memory budget (the
 /// code jsonrpsee gives a connection's limit).
 pub const TOO_MANY_SUBSCRIPTIONS: i32 = jsonrpsee::types::error::TOO_MANY_SUBSCRIPTIONS_CODE;
+/// `statement_unstable_subscribe` past the connection's spec-v2 limit (the spec's code).
+pub const TOO_MANY_V2_SUBSCRIPTIONS: i32 = -32800;
+/// A spec-v2 subscription this connection does not hold (the spec's code).
+pub const UNKNOWN_SUBSCRIPTION: i32 = -32801;
 /// A request body larger than the server takes (jsonrpsee's code).
 pub const REQUEST_TOO_LARGE: i32 = jsonrpsee::types::error::OVERSIZED_REQUEST_CODE;
 /// An answer larger than the server sends (jsonrpsee's code).
@@ -123,6 +129,8 @@ mod tests {
 			INVALID_PARAMS,
 			INTERNAL,
 			TOO_MANY_SUBSCRIPTIONS,
+			TOO_MANY_V2_SUBSCRIPTIONS,
+			UNKNOWN_SUBSCRIPTION,
 			REQUEST_TOO_LARGE,
 			RESPONSE_TOO_LARGE,
 			KEYSTORE,

@@ -28,6 +28,14 @@ fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
 	}
 }
 
+/// `0x` and the hex of `bytes`.
+pub(crate) fn hex_string(bytes: &[u8]) -> String {
+	let mut out = Vec::new();
+	hex_into(&mut out, bytes);
+	// Hex digits and `0x` are ASCII.
+	String::from_utf8(out).unwrap_or_default()
+}
+
 impl<T: AsRef<[u8]>> serde::Serialize for HexList<T> {
 	fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
 		use serde::ser::{Error, SerializeSeq};

@@ -1,4 +1,5 @@
-//! JSON-RPC methods of the statement store, with upstream's names and JSON shapes.
+//! JSON-RPC methods of the statement store, with upstream's names and JSON shapes: the legacy
+//! methods, and the spec-v2 API (`statement_unstable_*`, [`v2`]) beside them.
 //!
 //! The parts:
 //! - `service` holds [`StatementRpc`] (an `Arc<dyn StatementStore>`: any store implementing
@@ -26,6 +27,7 @@
 //! | `statement_dumpPage` (unsafe) | cursor (`null` to start), limit (1 to 1,000) | `{"statements": [...], "next": cursor or null}` |
 //! | `statement_remove` (unsafe) | hash | `null` |
 //! | `statement_subscribeStatement` | `TopicFilter` | `statement_statement` notifications |
+//! | `statement_unstable_subscribe`, `_unsubscribe`, `_add_filter`, `_remove_filter`, `_submit` | see [`v2`] | the spec-v2 API: [`v2`] |
 //!
 //! Params are given by position. A topic, key or hash is a `0x`-hex string of 32 bytes or an
 //! array of 32 numbers from 0 to 255 (as older clients send them), in plain topic lists and
@@ -79,11 +81,13 @@ pub mod error;
 mod hex;
 pub mod limits;
 mod methods;
+pub mod metrics;
 mod notification;
 mod params;
 mod pump;
 mod service;
 mod subscribe;
+pub mod v2;
 
 pub use error::{ensure_unsafe_allowed, invalid_params};
 pub use params::{ParamError, SHOWN_CHARS};

@@ -33,3 +33,9 @@ pub(crate) const LIVE_BATCH_BYTES: usize = 64 * 1024;
 /// subscriptions waits its turn rather than starting a blocking thread each (up to tokio's
 /// 512, with their stacks: ~80 MiB of a debug node's memory in a flood of 50,000).
 pub(crate) const SUBSCRIPTION_READERS: usize = 8;
+
+/// Spec-v2 subscriptions a connection may always hold (the spec's floor).
+pub const MIN_SUBSCRIPTIONS_PER_CONNECTION: usize = 2;
+
+/// Spec-v2 subscriptions a connection may hold unless configured otherwise.
+pub const DEFAULT_SUBSCRIPTIONS_PER_CONNECTION: usize = 16;

@@ -6,6 +6,7 @@ use crate::{
 	error::{dump_too_large, store_error, too_many_subscriptions},
 	hex::HexList,
 	limits::{DUMP_PAGE_MAX, DUMP_WALK_PAGE},
+	metrics::submit_label,
 	params::Positional,
 	service::StatementRpc,
 	subscribe::{start, Starting},
@@ -33,8 +34,17 @@ fn register(
 	module: &mut RpcModule<StatementRpc>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
 	module.register_blocking_method("statement_submit", |params, rpc, _| {
-		let statement = Positional::of(&params)?.statement(0)?;
-		Ok::<_, ErrorObjectOwned>(rpc.store.submit(statement, StatementSource::Local))
+		let started = std::time::Instant::now();
+		let statement = match Positional::of(&params).and_then(|params| params.statement(0)) {
+			Ok(statement) => statement,
+			Err(err) => {
+				rpc.metrics.submitted("decode_error", started.elapsed());
+				return Err(err.into());
+			}
+		};
+		let result = rpc.store.submit(statement, StatementSource::Local);
+		rpc.metrics.submitted(submit_label(&result), started.elapsed());
+		Ok::<_, ErrorObjectOwned>(result)
 	})?;
 	module.register_blocking_method("statement_dump", |_, rpc, _| {
 		rpc.ensure_unsafe_allowed()?;
@@ -94,6 +104,7 @@ fn register(
 			let starting = Starting::new(&rpc.starting);
 			if filter.is_ok() {
 				if let Err(full) = rpc.store.check_subscription_room(starting.others()) {
+					rpc.metrics.subscribed(false);
 					tokio::spawn(pending.reject(too_many_subscriptions(full)));
 					return;
 				}
@@ -101,6 +112,7 @@ fn register(
 			tokio::spawn(start(filter.map_err(ErrorObjectOwned::from), pending, rpc, starting));
 		},
 	)?;
+	crate::v2::register(module)?;
 	Ok(())
 }
 

@@ -268,6 +268,14 @@ impl Positional {
 		bytes32(self.required(position, param, BYTES32_FORMS)?).map_err(|fault| fault.of(param))
 	}
 
+	/// A string, such as a subscription or filter id.
+	pub fn string(&self, position: usize, param: &'static str) -> Result<String, ParamError> {
+		match self.required(position, param, "a string")? {
+			Value::String(text) => Ok(text.clone()),
+			other => Err(Fault::expected("a string", kind(other)).of(param)),
+		}
+	}
+
 	/// A topic filter.
 	pub fn filter(&self, position: usize) -> Result<TopicFilter, ParamError> {
 		const PARAM: &str = "topic filter";

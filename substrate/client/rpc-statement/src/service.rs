@@ -4,7 +4,11 @@
 
 use crate::{
 	error::ensure_unsafe_allowed,
-	limits::{DEFAULT_MAX_RESPONSE_BYTES, SUBSCRIPTION_READERS},
+	limits::{
+		DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_SUBSCRIPTIONS_PER_CONNECTION,
+		MIN_SUBSCRIPTIONS_PER_CONNECTION, SUBSCRIPTION_READERS,
+	},
+	metrics::RpcMetrics,
 	pump::Pump,
 };
 use jsonrpsee::types::error::ErrorObjectOwned;
@@ -30,6 +34,10 @@ pub struct StatementRpc {
 	pub(crate) readers: Arc<tokio::sync::Semaphore>,
 	/// Subscriptions accepted for opening and not yet open (or refused).
 	pub(crate) starting: Arc<AtomicUsize>,
+	/// Spec-v2 subscriptions one connection may hold.
+	pub(crate) v2_per_connection: usize,
+	/// What the methods count.
+	pub(crate) metrics: RpcMetrics,
 }
 
 impl StatementRpc {
@@ -45,7 +53,22 @@ impl StatementRpc {
 			pump: Pump::default(),
 			readers: Arc::new(tokio::sync::Semaphore::new(SUBSCRIPTION_READERS)),
 			starting: Arc::default(),
+			v2_per_connection: DEFAULT_SUBSCRIPTIONS_PER_CONNECTION,
+			metrics: RpcMetrics::default(),
 		}
+	}
+
+	/// Spec-v2 subscriptions one connection may hold: `most`, and never fewer than
+	/// [`MIN_SUBSCRIPTIONS_PER_CONNECTION`].
+	pub fn with_v2_subscriptions_per_connection(mut self, most: usize) -> Self {
+		self.v2_per_connection = most.max(MIN_SUBSCRIPTIONS_PER_CONNECTION);
+		self
+	}
+
+	/// Count into `metrics` (shared with whoever renders them).
+	pub fn with_metrics(mut self, metrics: RpcMetrics) -> Self {
+		self.metrics = metrics;
+		self
 	}
 
 	/// Call `hook` as each subscription opens (see [`SubscriptionHook`]).

@@ -55,7 +55,10 @@ pub(crate) async fn start(
 ) {
 	let filter = match filter {
 		Ok(filter) => filter,
-		Err(err) => return pending.reject(err).await,
+		Err(err) => {
+			rpc.metrics.subscribed(false);
+			return pending.reject(err).await;
+		}
 	};
 	// Held until the subscription ends.
 	let hooked = rpc.on_subscribe.as_ref().map(|hook| hook(&filter));
@@ -82,15 +85,24 @@ pub(crate) async fn start(
 	.await;
 	let (subscription, first, second) = match subscribed {
 		Ok(Ok(started)) => started,
-		Ok(Err(err)) => return pending.reject(err).await,
-		Err(err) => return pending.reject(internal(err)).await,
+		Ok(Err(err)) => {
+			rpc.metrics.subscribed(false);
+			return pending.reject(err).await;
+		}
+		Err(err) => {
+			rpc.metrics.subscribed(false);
+			return pending.reject(internal(err)).await;
+		}
 	};
 	// Open (counted by the store) or refused: no longer starting.
 	drop(starting);
 	let Ok(sink) = pending.accept().await else { return };
+	rpc.metrics.subscribed(true);
+	// Held, as the interest is, for as long as the subscription lives.
+	let held: Box<dyn std::any::Any + Send> = Box::new((hooked, rpc.metrics.active()));
 	// Boxed: a start that waits for a reader (above) holds only its own few fields.
 	match Box::pin(replay(&sink, subscription, first, second, &rpc.readers)).await {
-		Ok((subscription, last)) => rpc.pump.adopt(sink, subscription, hooked, last),
+		Ok((subscription, last)) => rpc.pump.adopt(sink, subscription, Some(held), last),
 		Err(Stop::Closed) => {}
 		Err(Stop::Failed(reason)) => pump::fail(sink, reason),
 	}
@@ -152,13 +164,13 @@ async fn replay_page(
 /// [`IN_FLIGHT_NOTIFICATIONS`] waiting), so a client that does not read leaves its backlog in
 /// the store's bounded queue, where lagging is noticed. While it waits, `event` and `ahead`
 /// more bytes read for the subscription are counted in the store as held.
-async fn send(
+pub(crate) async fn send(
 	sink: &jsonrpsee::SubscriptionSink,
 	subscription: &dyn StatementSubscription,
 	event: Box<serde_json::value::RawValue>,
 	ahead: usize,
 ) -> Result<(), Stop> {
-	let full = || sink.max_capacity().saturating_sub(sink.capacity()) >= IN_FLIGHT_NOTIFICATIONS;
+	let full = || connection_full(sink);
 	if full() {
 		let held = event.get().len() + ahead;
 		subscription.hold(held).map_err(|err| Stop::Failed(err.to_string()))?;
@@ -167,6 +179,12 @@ async fn send(
 		waited?;
 	}
 	sink.send(event).await.map_err(|_| Stop::Closed)
+}
+
+/// Whether [`IN_FLIGHT_NOTIFICATIONS`] of the subscription's messages wait in the
+/// connection's buffer already.
+pub(crate) fn connection_full(sink: &jsonrpsee::SubscriptionSink) -> bool {
+	sink.max_capacity().saturating_sub(sink.capacity()) >= IN_FLIGHT_NOTIFICATIONS
 }
 
 /// Wait until `full` is false, the client leaves or the store drops the subscriber.
