@@ -195,6 +195,18 @@ impl ChainSpec {
 		Ok(self.genesis_header()?.hash().0)
 	}
 
+	/// Give each grant's accounts its allowance in the genesis storage, replacing what they
+	/// had.
+	pub fn grant(&mut self, grants: &[crate::grant::Grant]) {
+		for grant in grants {
+			let value = format!("0x{}", hex::encode(grant.allowance.encode()));
+			for account in &grant.accounts {
+				let key = format!("0x{}", hex::encode(statement_allowance_key(account)));
+				self.genesis.raw.top.insert(key, value.clone());
+			}
+		}
+	}
+
 	/// Pretty JSON.
 	pub fn to_json(&self) -> Result<String, Error> {
 		serde_json::to_string_pretty(self).map_err(Error::ChainSpecJson)

@@ -47,6 +47,35 @@ pub struct SpecCmd {
 	/// Leave the built-in specs' boot nodes out (they have none; accepted for zombienet).
 	#[arg(long)]
 	pub disable_default_bootnode: bool,
+	/// Give accounts an allowance in the spec's genesis storage: `WHO=COUNT,BYTES`, where WHO
+	/// is a `0x`-hex account id or a secret URI whose sr25519 key is the account, and may name
+	/// a range (`//StatementClient//{0..100}=1000,1048576`). Repeatable; replaces what the
+	/// spec gave those accounts.
+	#[arg(long = "allowance", value_name = "WHO=COUNT,BYTES")]
+	pub allowances: Vec<String>,
+	/// A file of `--allowance` values, one a line (`#` starts a comment).
+	#[arg(long, value_name = "PATH")]
+	pub allowances_file: Option<PathBuf>,
+}
+
+impl SpecCmd {
+	/// Every grant of `--allowance` and `--allowances-file`, in order.
+	pub fn grants(&self) -> Result<Vec<crate::grant::Grant>, crate::error::Error> {
+		let mut texts = self.allowances.clone();
+		if let Some(path) = &self.allowances_file {
+			let file = std::fs::read_to_string(path).map_err(|source| crate::error::Error::Io {
+				operation: "read the allowances file",
+				path: path.clone(),
+				source,
+			})?;
+			texts.extend(
+				file.lines()
+					.map(|line| line.split('#').next().unwrap_or("").trim().to_string())
+					.filter(|line| !line.is_empty()),
+			);
+		}
+		texts.iter().map(|text| text.parse()).collect()
+	}
 }
 
 /// `statement-node check-db` and `repair`: which database.
@@ -174,6 +203,10 @@ pub struct RunCmd {
 	/// JSON-RPC error -32006.
 	#[arg(long, default_value_t = 1024)]
 	pub rpc_max_subscriptions_per_connection: u32,
+	/// Most spec-v2 statement subscriptions (`statement_unstable_subscribe`) one connection
+	/// may hold; past it the call gets JSON-RPC error -32800. At least 2, as the spec asks.
+	#[arg(long, default_value_t = statement_rpc::limits::DEFAULT_SUBSCRIPTIONS_PER_CONNECTION, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..))]
+	pub statement_rpc_subscriptions_per_connection: usize,
 	/// Prometheus metrics port.
 	#[arg(long, default_value_t = 9615)]
 	pub prometheus_port: u16,

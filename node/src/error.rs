@@ -125,6 +125,14 @@ pub enum Error {
 		/// What is wrong.
 		detail: String,
 	},
+	/// A `build-spec --allowance` that is not `WHO=COUNT,BYTES`.
+	#[error("bad --allowance {text:?}: {detail}")]
+	Grant {
+		/// The argument.
+		text: String,
+		/// What is wrong.
+		detail: String,
+	},
 	/// `sign` was given more topics than a statement holds.
 	#[error("{given} topics given, at most {max}")]
 	TooManyTopics {

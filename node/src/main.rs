@@ -44,6 +44,7 @@ mod chain_spec;
 mod cli;
 mod database;
 mod error;
+mod grant;
 mod keystore;
 mod network;
 mod prometheus;
@@ -72,7 +73,10 @@ fn main() -> ExitCode {
 	let result = match &cli.subcommand {
 		Some(Command::BuildSpec(cmd) | Command::ExportChainSpec(cmd)) => {
 			chain_spec::ChainSpec::load(&cmd.chain)
-				.and_then(|spec| spec.to_json())
+				.and_then(|mut spec| {
+					spec.grant(&cmd.grants()?);
+					spec.to_json()
+				})
 				.map(|json| println!("{json}"))
 		}
 		Some(Command::Sign(cmd)) => sign::run(cmd),

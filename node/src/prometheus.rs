@@ -10,6 +10,9 @@ use statement_network::{
 	metrics::{Family, Kind, Reading, Sample},
 	Network,
 };
+use statement_rpc::metrics::{
+	RpcMetrics, RpcMetricsSnapshot, SUBMIT_DURATION_BOUNDS, SUBMIT_RESULTS,
+};
 use statement_store::{MetricsSnapshot, Store};
 use std::{fmt::Write, net::SocketAddr, sync::Arc, time::SystemTime};
 use tokio::{
@@ -22,6 +25,7 @@ pub async fn serve(
 	listener: TcpListener,
 	store: Store,
 	network: Arc<Network>,
+	rpc: RpcMetrics,
 	started: SystemTime,
 ) {
 	loop {
@@ -36,13 +40,19 @@ pub async fn serve(
 		};
 		let store = store.clone();
 		let network = network.clone();
+		let rpc = rpc.clone();
 		tokio::spawn(async move {
 			let mut request = [0u8; 1024];
 			// A scraper that hung up before asking needs no answer.
 			let Ok(read) = stream.read(&mut request).await else { return };
 			let head = String::from_utf8_lossy(&request[..read]);
 			let response = if head.starts_with("GET /metrics ") {
-				let body = exposition(&store.metrics(), network.metrics().families(), started);
+				let body = exposition(
+					&store.metrics(),
+					&rpc.snapshot(),
+					network.metrics().families(),
+					started,
+				);
 				format!(
 					"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
 					body.len()
@@ -64,11 +74,64 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 	TcpListener::bind(addr).await.map_err(|source| Error::Metrics { addr, source })
 }
 
-/// The whole `/metrics` body: the process's and the store's metrics, then gossip's.
-fn exposition(store: &MetricsSnapshot, network: Vec<Family>, started: SystemTime) -> String {
+/// The whole `/metrics` body: the process's and the store's metrics, the RPC's, then
+/// gossip's.
+fn exposition(
+	store: &MetricsSnapshot,
+	rpc: &RpcMetricsSnapshot,
+	network: Vec<Family>,
+	started: SystemTime,
+) -> String {
 	let mut families = store_families(store, started);
+	families.extend(rpc_families(rpc));
 	families.extend(network);
 	render(&families)
+}
+
+/// The statement methods' metrics, under upstream's names.
+fn rpc_families(rpc: &RpcMetricsSnapshot) -> Vec<Family> {
+	let submits = SUBMIT_RESULTS
+		.iter()
+		.zip(rpc.submits)
+		.map(|(result, count)| Sample::value(&[("result", result)], count))
+		.collect();
+	let duration = Sample {
+		labels: Vec::new(),
+		reading: Reading::Histogram {
+			buckets: SUBMIT_DURATION_BOUNDS.iter().copied().zip(rpc.duration_buckets).collect(),
+			sum: rpc.duration_sum,
+			count: rpc.duration_count,
+		},
+	};
+	vec![
+		Family {
+			name: "substrate_sub_statement_store_rpc_submit_calls_total",
+			help: "Statement submissions over JSON-RPC (legacy and spec-v2), by result.",
+			kind: Kind::Counter,
+			samples: submits,
+		},
+		Family {
+			name: "substrate_sub_statement_store_rpc_submit_duration_seconds",
+			help: "Time to decode and submit a statement over JSON-RPC.",
+			kind: Kind::Histogram,
+			samples: vec![duration],
+		},
+		Family {
+			name: "substrate_sub_statement_store_rpc_subscribe_calls_total",
+			help: "Statement subscriptions over JSON-RPC (legacy and spec-v2), opened or refused.",
+			kind: Kind::Counter,
+			samples: vec![
+				Sample::value(&[("result", "ok")], rpc.subscribes_ok),
+				Sample::value(&[("result", "error")], rpc.subscribes_error),
+			],
+		},
+		Family {
+			name: "substrate_sub_statement_store_rpc_active_subscriptions",
+			help: "Statement subscriptions open over JSON-RPC.",
+			kind: Kind::Gauge,
+			samples: vec![Sample::value(&[], rpc.active_subscriptions)],
+		},
+	]
 }
 
 /// `families` in Prometheus' text exposition format (version 0.0.4): `# HELP` and `# TYPE`,
@@ -298,8 +361,17 @@ mod tests {
 		network.send_latency.observe(0.0025);
 		network.initial_sync_completed.observe(12.5);
 		network.initial_sync_abandoned.observe(4000.0);
+		let rpc = RpcMetricsSnapshot {
+			submits: [40, 41, 42, 43, 44, 45, 46],
+			duration_buckets: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+			duration_count: 11,
+			duration_sum: 0.25,
+			subscribes_ok: 47,
+			subscribes_error: 48,
+			active_subscriptions: 49,
+		};
 		let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-		exposition(&store, network.families(), started)
+		exposition(&store, &rpc, network.families(), started)
 	}
 
 	#[test]
@@ -333,6 +405,10 @@ mod tests {
 			("substrate_statement_store_disk_space_low", "gauge"),
 			("substrate_statement_store_submits_total", "counter"),
 			("substrate_sub_statement_store_submitted_statements", "counter"),
+			("substrate_sub_statement_store_rpc_submit_calls_total", "counter"),
+			("substrate_sub_statement_store_rpc_submit_duration_seconds", "histogram"),
+			("substrate_sub_statement_store_rpc_subscribe_calls_total", "counter"),
+			("substrate_sub_statement_store_rpc_active_subscriptions", "gauge"),
 			("substrate_sub_libp2p_peers_count", "gauge"),
 			("statement_network_discovered_peers", "gauge"),
 			("substrate_sync_propagated_statements", "counter"),

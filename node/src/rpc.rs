@@ -44,6 +44,10 @@ pub struct RpcConfig {
 	/// Genesis block and properties, for the `chain_*`, `state_*` and `system_properties`
 	/// methods standard clients call when they connect.
 	pub chain_info: ChainInfo,
+	/// Spec-v2 statement subscriptions one connection may hold.
+	pub v2_subscriptions_per_connection: usize,
+	/// What the statement methods count, shared with the metrics endpoint.
+	pub statement_metrics: statement_rpc::metrics::RpcMetrics,
 }
 
 /// Whether unsafe methods are exposed: `auto` allows them only on localhost.
@@ -70,7 +74,9 @@ impl ChainInfo {
 pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> {
 	let unsafe_allowed = allow_unsafe(config.methods, &config.addr);
 	let mut module = RpcModule::new(());
-	let mut statements = StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed);
+	let mut statements = StatementRpc::new(std::sync::Arc::new(store), unsafe_allowed)
+		.with_v2_subscriptions_per_connection(config.v2_subscriptions_per_connection)
+		.with_metrics(config.statement_metrics.clone());
 	if let Some(network) = &config.network {
 		// A light node asks its peers for the topics of the subscriptions opened on it.
 		let interest = network.interest().clone();

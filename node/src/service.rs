@@ -149,6 +149,8 @@ async fn run_async(
 		should_have_peers,
 		keystore: Some(keystore),
 		chain_info: rpc::ChainInfo::from_spec(&spec)?,
+		v2_subscriptions_per_connection: cmd.statement_rpc_subscriptions_per_connection,
+		statement_metrics: statement_rpc::metrics::RpcMetrics::default(),
 	};
 	let served = serve(&cmd, rpc_config, &store, &network, started, shutdown).await;
 	maintenance.abort();
@@ -189,19 +191,21 @@ async fn serve(
 ) -> Result<(), Error> {
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
 	let origins = rpc_config.server.cors.to_string();
+	let rpc_metrics = rpc_config.statement_metrics.clone();
 	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
 	log::info!(
 		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}, allowed origins={origins}",
 		if unsafe_allowed { "allowed" } else { "refused" }
 	);
 
-	let (metrics_task, metrics_addr) = match start_metrics(cmd, store, network, started).await {
-		Ok(started) => started.unzip(),
-		Err(err) => {
-			stop_rpc(server).await;
-			return Err(err);
-		}
-	};
+	let (metrics_task, metrics_addr) =
+		match start_metrics(cmd, store, network, rpc_metrics, started).await {
+			Ok(started) => started.unzip(),
+			Err(err) => {
+				stop_rpc(server).await;
+				return Err(err);
+			}
+		};
 	let ready = Ready { rpc: rpc_addr, prometheus: metrics_addr, store, network: network.as_ref() };
 	if let Some(path) = &cmd.ready_file {
 		if let Err(err) = ready.write(path) {
@@ -265,6 +269,7 @@ async fn start_metrics(
 	cmd: &RunCmd,
 	store: &Store,
 	network: &Arc<statement_network::Network>,
+	rpc: statement_rpc::metrics::RpcMetrics,
 	started: SystemTime,
 ) -> Result<Option<(tokio::task::JoinHandle<()>, SocketAddr)>, Error> {
 	if cmd.no_prometheus {
@@ -279,7 +284,8 @@ async fn start_metrics(
 	let listener = prometheus::bind(asked).await?;
 	let addr = listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
 	log::info!("Prometheus exporter started at {addr}/metrics");
-	let task = tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), started));
+	let task =
+		tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), rpc, started));
 	Ok(Some((task, addr)))
 }
 

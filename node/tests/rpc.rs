@@ -199,6 +199,45 @@ async fn statements_survive_a_restart() {
 	assert_eq!(data, vec![hex(b"still here")]);
 }
 
+/// `build-spec --allowance` grants allowances without a runtime: the accounts it names (a
+/// range of upstream's test accounts here) may submit on the chain it prints; others may not.
+#[tokio::test]
+async fn build_spec_allowances_let_the_named_accounts_submit_and_no_others() {
+	let dir = tempfile::tempdir().unwrap();
+	let built = Command::new(env!("CARGO_BIN_EXE_statement-node"))
+		.args(["build-spec", "--chain", "local"])
+		.args(["--allowance", "//StatementClient//{0..4}=2,1024"])
+		.output()
+		.unwrap();
+	assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+	let spec = dir.path().join("spec.json");
+	std::fs::write(&spec, &built.stdout).unwrap();
+	let node = common::start(&["--chain", spec.to_str().unwrap(), "--tmp", "--no-prometheus"]);
+	let http = HttpClientBuilder::default().build(node.http_url()).unwrap();
+	let submit = |suri: &str, data: &'static [u8]| {
+		let statement = signed(suri, &[topic("granted")], None, data);
+		let http = http.clone();
+		async move {
+			let result: Value = http
+				.request("statement_submit", rpc_params![hex(&statement.encode())])
+				.await
+				.unwrap();
+			result
+		}
+	};
+	assert_eq!(submit("//StatementClient//3", b"granted").await, json!({"status": "new"}));
+	let refused = submit("//StatementClient//4", b"not granted").await;
+	assert_eq!(refused, json!({"status": "rejected", "reason": "noAllowance"}));
+	// A malformed grant stops build-spec with a message naming it.
+	let bad = Command::new(env!("CARGO_BIN_EXE_statement-node"))
+		.args(["build-spec", "--allowance", "//Alice=10"])
+		.output()
+		.unwrap();
+	assert!(!bad.status.success());
+	let said = String::from_utf8_lossy(&bad.stderr);
+	assert!(said.contains("bad --allowance \"//Alice=10\""), "{said}");
+}
+
 /// `--ready-file` says what the node serves, in agreement with the node itself, is written
 /// whole once everything listens, and goes at a clean stop.
 #[tokio::test]
