@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the client examples against a fresh `--dev` statement-node: the polkadot-js one
 # (js/submit.mjs) and the substrate-interface one (python/submit.py), each over WebSocket and
-# over HTTP, and the apps' library on polkadot-api (apps/follow.mjs), over WebSocket. Builds nothing; installs each example's dependencies in its own folder.
+# over HTTP, the spec-v2 API with @polkadot/api (js/v2.mjs), and the apps' library on
+# polkadot-api (apps/follow.mjs), over WebSocket. Builds nothing; installs each example's dependencies in its own folder.
 #
 #   clients/run-examples.sh [path/to/statement-node]
 #
@@ -29,13 +30,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Port 0: the OS picks a free port, which the node logs.
+# Port 0: the OS picks a free port, which the node writes in its readiness file.
 "$node_bin" --dev --rpc-port 0 --no-prometheus --listen-addr /ip4/127.0.0.1/tcp/0 \
-	2>"$work/node.log" &
+	--ready-file "$work/ready.json" 2>"$work/node.log" &
 node_pid=$!
 port=""
 for _ in $(seq 1 300); do
-	port="$(sed -n 's/.*Running JSON-RPC server: addr=[^,]*:\([0-9]*\),.*/\1/p' "$work/node.log")"
+	if [ -f "$work/ready.json" ]; then
+		port="$(sed -n 's/.*"rpc": *"[^"]*:\([0-9]*\)".*/\1/p' "$work/ready.json")"
+	fi
 	[ -n "$port" ] && break
 	if ! kill -0 "$node_pid" 2>/dev/null; then
 		break
@@ -75,6 +78,16 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
 			run "polkadot-js over $url" \
 				node "$here/js/submit.mjs" "$url" "$reference"
 		done
+		# The spec-v2 API, with a statement of its own on a topic of its own.
+		v2_topic_name="statement-store-v2-example-$$"
+		if v2_statement="$("$node_bin" sign --topic "$v2_topic_name" --data v2 2>"$work/v2-sign.txt")"; then
+			v2_topic="$(sed -n 's/^topic: //p' "$work/v2-sign.txt")"
+			run "the spec-v2 API (statement_unstable_*) with @polkadot/api" \
+				node "$here/js/v2.mjs" "ws://127.0.0.1:$port" "$v2_statement" "$v2_topic"
+		else
+			echo "statement-node sign failed" >&2
+			failed=1
+		fi
 	else
 		echo "npm ci failed in $here/js" >&2
 		failed=1
