@@ -109,3 +109,83 @@ pub fn config_with_clock(path: &Path, now: &Arc<AtomicU64>) -> Config {
 	config.clock = Clock::from_fn(move || now.load(Ordering::Relaxed));
 	config
 }
+
+/// Call `submit(i)` for every `i` in `0..n` on every core, in chunks, printing progress to
+/// stderr under `label`, and `maintain()` every 5 s meanwhile and once at the end, as a node
+/// runs its maintenance, so that the store on disk is what a node leaves (snapshots written,
+/// the journal they cover pruned).
+pub fn fill_in_parallel(
+	label: &str,
+	n: u32,
+	submit: impl Fn(u32) + Sync,
+	maintain: impl Fn() + Sync,
+) -> std::time::Duration {
+	const CHUNK: u64 = 1000;
+	let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+	let next = AtomicU64::new(0);
+	let started = std::time::Instant::now();
+	let filled = std::sync::atomic::AtomicBool::new(false);
+	std::thread::scope(|scope| {
+		scope.spawn(|| {
+			while !filled.load(Ordering::Relaxed) {
+				for _ in 0..50 {
+					std::thread::sleep(std::time::Duration::from_millis(100));
+					if filled.load(Ordering::Relaxed) {
+						return;
+					}
+				}
+				maintain();
+			}
+		});
+		let fillers: Vec<_> = (0..threads)
+			.map(|_| {
+				scope.spawn(|| loop {
+					let from = next.fetch_add(CHUNK, Ordering::Relaxed);
+					if from >= u64::from(n) {
+						break;
+					}
+					let to = (from + CHUNK).min(u64::from(n));
+					for i in from..to {
+						submit(i as u32);
+					}
+					let step = (u64::from(n) / 20).max(CHUNK);
+					if to % step < CHUNK {
+						let rate = to as f64 / started.elapsed().as_secs_f64();
+						eprintln!(
+							"  {label}: {to}/{n} statements, {rate:.0}/s, about {:.0} s left",
+							(u64::from(n) - to) as f64 / rate
+						);
+					}
+				})
+			})
+			.collect();
+		for filler in fillers {
+			filler.join().expect("filler thread");
+		}
+		filled.store(true, Ordering::Relaxed);
+	});
+	maintain();
+	started.elapsed()
+}
+
+/// The file that marks a fixture directory as built whole.
+const COMPLETE: &str = "complete";
+
+/// Whether the fixture in `dir` was built whole (and is reused); an incomplete one is
+/// removed, to be built again.
+pub fn reusable(dir: &Path) -> bool {
+	if dir.join(COMPLETE).is_file() {
+		eprintln!("reusing fixture {}", dir.display());
+		return true;
+	}
+	if dir.exists() {
+		eprintln!("removing incomplete fixture {}", dir.display());
+		std::fs::remove_dir_all(dir).expect("remove incomplete fixture");
+	}
+	false
+}
+
+/// Mark the fixture in `dir`, of `n` statements, as built whole.
+pub fn mark_complete(dir: &Path, n: u32) {
+	std::fs::write(dir.join(COMPLETE), n.to_string()).expect("mark fixture complete");
+}

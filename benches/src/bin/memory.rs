@@ -25,7 +25,7 @@ use std::{
 	alloc::{GlobalAlloc, Layout, System},
 	path::{Path, PathBuf},
 	process::Command,
-	sync::atomic::{AtomicU64, AtomicUsize, Ordering},
+	sync::atomic::{AtomicUsize, Ordering},
 	time::{Duration, Instant},
 };
 
@@ -121,71 +121,31 @@ fn evict(_path: &Path) {}
 
 /// Fill both stores of a fixture with statements 0..n, signing on every core.
 fn generate(dir: &Path, n: u32) {
-	let done = dir.join("complete");
-	if done.is_file() {
-		eprintln!("reusing fixture {}", dir.display());
+	if fixture::reusable(dir) {
 		return;
-	}
-	if dir.exists() {
-		eprintln!("removing incomplete fixture {}", dir.display());
-		std::fs::remove_dir_all(dir).expect("remove incomplete fixture");
 	}
 	eprintln!("building fixture {} ({n} statements in each store)...", dir.display());
 	let ours = Store::open(fixture::config(&dir.join("ours")), fixture::unlimited())
 		.expect("open our store");
 	let baseline = RamIndexStore::open(&dir.join("baseline")).expect("open baseline");
 	let keys = fixture::keys();
-	let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-	let next = AtomicU64::new(0);
-	let started = Instant::now();
-	let chunk = 1000u64;
-	let filled = std::sync::atomic::AtomicBool::new(false);
-	std::thread::scope(|scope| {
-		// Maintenance as the node runs it (every 5 s by default), so that the store on disk is
-		// what a node leaves: snapshots written and the journal they cover pruned.
-		scope.spawn(|| {
-			while !filled.load(Ordering::Relaxed) {
-				std::thread::sleep(std::time::Duration::from_secs(5));
-				ours.maintain().expect("maintain our store");
-			}
-		});
-		let fillers: Vec<_> = (0..threads)
-			.map(|_| {
-				scope.spawn(|| loop {
-					let from = next.fetch_add(chunk, Ordering::Relaxed);
-					if from >= u64::from(n) {
-						break;
-					}
-					let to = (from + chunk).min(u64::from(n));
-					for i in from..to {
-						let statement = fixture::statement(i as u32, &keys);
-						let outcome = ours.submit(statement.clone(), StatementSource::Local);
-						assert_eq!(outcome, SubmitResult::New, "our store refused statement {i}");
-						baseline.insert_verified(statement).expect("baseline insert");
-					}
-					let step = (u64::from(n) / 20).max(chunk);
-					if to % step < chunk {
-						let elapsed = started.elapsed().as_secs_f64();
-						let rate = to as f64 / elapsed;
-						eprintln!(
-							"  {to}/{n} statements, {rate:.0}/s, about {:.0} s left",
-							(u64::from(n) - to) as f64 / rate
-						);
-					}
-				})
-			})
-			.collect();
-		for filler in fillers {
-			filler.join().expect("filler thread");
-		}
-		filled.store(true, Ordering::Relaxed);
-	});
-	// And once more after the last submit, as the node's next run would.
-	ours.maintain().expect("maintain our store");
+	let took = fixture::fill_in_parallel(
+		"both stores",
+		n,
+		|i| {
+			let statement = fixture::statement(i, &keys);
+			let outcome = ours.submit(statement.clone(), StatementSource::Local);
+			assert_eq!(outcome, SubmitResult::New, "our store refused statement {i}");
+			baseline.insert_verified(statement).expect("baseline insert");
+		},
+		|| {
+			ours.maintain().expect("maintain our store");
+		},
+	);
 	drop(ours);
 	drop(baseline);
-	std::fs::write(&done, n.to_string()).expect("mark fixture complete");
-	eprintln!("fixture built in {:.0} s", started.elapsed().as_secs_f64());
+	fixture::mark_complete(dir, n);
+	eprintln!("fixture built in {:.0} s", took.as_secs_f64());
 }
 
 /// One store's figures, measured in a child process (`--measure <kind> <dir> <n>`).

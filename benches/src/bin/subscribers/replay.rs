@@ -7,7 +7,7 @@ use crate::{
 	wire::{close, contains, subscriber, Reader},
 	Args,
 };
-use statement_store_benches::fixture::topic;
+use statement_store_benches::{client::statements_in, fixture::topic};
 use statement_test_support::http::exchange_on;
 use std::{
 	net::TcpStream,
@@ -21,11 +21,6 @@ use std::{
 /// `replay`'s topic, and the second topics that split its statements into five answers.
 const REPLAY_TOPIC: u32 = 77;
 const REPLAY_PARTS: u32 = 5;
-
-/// How many `"0x` strings `body` holds: statements, in an answer or a notification.
-fn statements_in(body: &[u8]) -> usize {
-	body.windows(3).filter(|window| window == br#""0x"#).count()
-}
 
 pub fn run_mode(args: &Args) -> Result<(), String> {
 	let count = args.statements;

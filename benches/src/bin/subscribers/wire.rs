@@ -2,6 +2,7 @@
 //! the harness and the node buffers or reads ahead: WebSocket connections (the workspace's
 //! `ws` helpers) that subscribe, and either read every message or never read.
 
+pub use statement_store_benches::client::contains;
 use statement_test_support::ws;
 use std::{
 	io::Write,
@@ -50,11 +51,6 @@ pub fn subscriber(
 	}
 	stream.write_all(&frames).map_err(|err| err.to_string())?;
 	Ok(stream)
-}
-
-/// Whether `needle` occurs in `message` (no copy: the readers run beside the node).
-pub fn contains(message: &[u8], needle: &[u8]) -> bool {
-	message.windows(needle.len()).any(|window| window == needle)
 }
 
 /// Close `streams`, which ends their reader threads.
