@@ -29,6 +29,11 @@ pub(crate) const REPLAY_BATCH_BYTES: usize = 128 * 1024;
 /// Encoded bytes per notification of new statements.
 pub(crate) const LIVE_BATCH_BYTES: usize = 64 * 1024;
 
+/// Longest a spec-v2 replay page waits for submissions in progress to finish: replays give
+/// way to submits (a replay of millions of statements would otherwise take the cores the
+/// submits need), but always go on.
+pub(crate) const REPLAY_YIELD: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Blocking calls that subscriptions (subscribe, replay pages) run at once: a flood of
 /// subscriptions waits its turn rather than starting a blocking thread each (up to tokio's
 /// 512, with their stacks: ~80 MiB of a debug node's memory in a flood of 50,000).

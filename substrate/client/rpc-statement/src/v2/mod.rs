@@ -41,7 +41,7 @@ use jsonrpsee::{
 use parking_lot::Mutex;
 use serde_json::Value;
 use session::{Added, Command, Session};
-use statement_primitives::{StatementSource, TopicFilter};
+use statement_primitives::TopicFilter;
 use std::{collections::HashMap, sync::Arc};
 use tokio::sync::{mpsc, oneshot};
 
@@ -173,16 +173,7 @@ pub(crate) fn register(
 		},
 	)?;
 	module.register_blocking_method("statement_unstable_submit", |params, rpc, _| {
-		let started = std::time::Instant::now();
-		let statement = match Positional::of(&params).and_then(|params| params.statement(0)) {
-			Ok(statement) => statement,
-			Err(err) => {
-				rpc.metrics.submitted("decode_error", started.elapsed());
-				return Err(err.into());
-			}
-		};
-		let result = rpc.store.submit(statement, StatementSource::Local);
-		rpc.metrics.submitted(crate::metrics::submit_label(&result), started.elapsed());
+		let result = crate::methods::submit_counted(&rpc, &params)?;
 		SubmitOutcome::of(result).map_err(internal)
 	})?;
 	Ok(())
@@ -258,6 +249,7 @@ async fn open(
 	rpc.metrics.subscribed(true);
 	let _active = rpc.metrics.active();
 	let hook = rpc.on_subscribe.clone();
-	Session::new(sink, subscription, received, rpc.readers.clone(), hook).run().await;
+	let submitting = rpc.submitting.clone();
+	Session::new(sink, subscription, received, rpc.readers.clone(), hook, submitting).run().await;
 	drop(reserved);
 }

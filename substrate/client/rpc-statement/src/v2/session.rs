@@ -19,13 +19,16 @@
 //!   not read, statements held back behind a long replay, the subscription budget) it spills
 //!   and the task reads them from the store instead, in order (see
 //!   `statement_primitives::FilterSubscription`), so none is dropped for memory.
+//! - Between its pages a replay gives way to submissions in progress on the node, for
+//!   [`REPLAY_YIELD`] at most a page: a replay of millions of statements slows down rather
+//!   than taking the cores the submits need.
 //! - A subscription that cannot keep the guarantees (the store fails) gets
 //!   `{"event": "stop"}` and nothing after it: no statement is ever skipped silently.
 
 use super::json::{Entry, Event, Hex, LimitReached};
 use crate::{
 	hex::HexList,
-	limits::{LIVE_BATCH_BYTES, REPLAY_BATCH_BYTES},
+	limits::{LIVE_BATCH_BYTES, REPLAY_BATCH_BYTES, REPLAY_YIELD},
 	pump::Stop,
 	service::SubscriptionHook,
 	subscribe::connection_full,
@@ -33,7 +36,14 @@ use crate::{
 use jsonrpsee::SubscriptionSink;
 use serde_json::value::RawValue;
 use statement_primitives::{FilterReplay, FilterSubscription, TopicFilter};
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{
+	collections::BTreeMap,
+	sync::{
+		atomic::{AtomicUsize, Ordering},
+		Arc,
+	},
+	time::Duration,
+};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// Most filters one subscription holds at once, as upstream.
@@ -88,6 +98,8 @@ pub(crate) struct Session {
 	pub(crate) readers: Arc<Semaphore>,
 	/// Called with each filter as it is added (see [`crate::SubscriptionHook`]).
 	pub(crate) hook: Option<SubscriptionHook>,
+	/// Submissions in progress on the node, which replay pages give way to.
+	submitting: Arc<AtomicUsize>,
 	filters: BTreeMap<u64, Filter>,
 	next_filter_id: u64,
 }
@@ -100,9 +112,11 @@ impl Session {
 		commands: mpsc::UnboundedReceiver<Command>,
 		readers: Arc<Semaphore>,
 		hook: Option<SubscriptionHook>,
+		submitting: Arc<AtomicUsize>,
 	) -> Session {
 		let filters = BTreeMap::new();
-		Session { sink, subscription, commands, readers, hook, filters, next_filter_id: 0 }
+		let next_filter_id = 0;
+		Session { sink, subscription, commands, readers, hook, submitting, filters, next_filter_id }
 	}
 
 	/// Serve the subscription until the client leaves or it stops.
@@ -263,6 +277,7 @@ impl Session {
 
 	/// Send filter `id`'s next replay page, or its `replayDone`.
 	async fn replay_page(&mut self, id: u64) -> Result<(), Stop> {
+		give_way(&self.submitting).await;
 		let Some(mut replay) = self.filters.get_mut(&id).and_then(|filter| filter.replay.take())
 		else {
 			return Ok(());
@@ -332,6 +347,15 @@ impl Session {
 			live.release(held);
 		}
 		sent
+	}
+}
+
+/// Wait while submissions are in progress, [`REPLAY_YIELD`] at most: a replay gives the
+/// cores to submits between its pages.
+async fn give_way(submitting: &AtomicUsize) {
+	let until = tokio::time::Instant::now() + REPLAY_YIELD;
+	while submitting.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < until {
+		tokio::time::sleep(Duration::from_millis(1)).await;
 	}
 }
 
