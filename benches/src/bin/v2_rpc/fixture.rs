@@ -49,6 +49,33 @@ pub struct Fixture {
 	pub n: u32,
 }
 
+impl Fixture {
+	/// A copy of the fixture's base path for one run, removed when dropped: the node stores
+	/// what the benchmark submits, and the fixture stays as it was built.
+	pub fn working_copy(&self) -> Result<tempfile::TempDir, String> {
+		let parent = self.base.parent().unwrap_or(&self.base);
+		let copy = tempfile::tempdir_in(parent).map_err(|err| format!("a working copy: {err}"))?;
+		copy_tree(&self.base, copy.path())
+			.map_err(|err| format!("copying {} for the run: {err}", self.base.display()))?;
+		Ok(copy)
+	}
+}
+
+/// Copy the files and folders under `from` into `to`.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+	for entry in std::fs::read_dir(from)? {
+		let entry = entry?;
+		let target = to.join(entry.file_name());
+		if entry.file_type()?.is_dir() {
+			std::fs::create_dir_all(&target)?;
+			copy_tree(&entry.path(), &target)?;
+		} else {
+			std::fs::copy(entry.path(), &target)?;
+		}
+	}
+	Ok(())
+}
+
 /// The fixture of `n` statements under `dir`, built if it is not there whole.
 pub fn prepare(dir: &Path, n: u32) -> Result<Fixture, String> {
 	let dir = dir.join(format!("v2-{n}"));
