@@ -86,6 +86,7 @@ mod notification;
 mod params;
 mod pump;
 mod service;
+mod submit;
 mod subscribe;
 pub mod v2;
 

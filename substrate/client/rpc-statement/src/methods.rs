@@ -6,51 +6,13 @@ use crate::{
 	error::{dump_too_large, store_error, too_many_subscriptions},
 	hex::HexList,
 	limits::{DUMP_PAGE_MAX, DUMP_WALK_PAGE},
-	metrics::submit_label,
 	params::Positional,
 	service::StatementRpc,
 	subscribe::{start, Starting},
 };
 use jsonrpsee::{types::error::ErrorObjectOwned, RpcModule};
 use sp_core::Bytes;
-use statement_primitives::{StatementSource, StatementStore, SubmitResult, Topic};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Decode the statement of `params` and submit it, counting the call in the RPC metrics
-/// (legacy and spec-v2 submissions alike).
-pub(crate) fn submit_counted(
-	rpc: &StatementRpc,
-	params: &jsonrpsee::types::Params,
-) -> Result<SubmitResult, ErrorObjectOwned> {
-	let started = std::time::Instant::now();
-	let _submitting = Submitting::count(&rpc.submitting);
-	let statement = match Positional::of(params).and_then(|params| params.statement(0)) {
-		Ok(statement) => statement,
-		Err(err) => {
-			rpc.metrics.submitted("decode_error", started.elapsed());
-			return Err(err.into());
-		}
-	};
-	let result = rpc.store.submit(statement, StatementSource::Local);
-	rpc.metrics.submitted(submit_label(&result), started.elapsed());
-	Ok(result)
-}
-
-/// One submission counted in progress until dropped.
-struct Submitting<'a>(&'a AtomicUsize);
-
-impl<'a> Submitting<'a> {
-	fn count(submitting: &'a AtomicUsize) -> Submitting<'a> {
-		submitting.fetch_add(1, Ordering::Relaxed);
-		Submitting(submitting)
-	}
-}
-
-impl Drop for Submitting<'_> {
-	fn drop(&mut self) {
-		self.0.fetch_sub(1, Ordering::Relaxed);
-	}
-}
+use statement_primitives::{StatementStore, Topic};
 
 impl StatementRpc {
 	/// The JSON-RPC module with every statement method.
@@ -71,7 +33,7 @@ fn register(
 	module: &mut RpcModule<StatementRpc>,
 ) -> Result<(), jsonrpsee::core::RegisterMethodError> {
 	module.register_blocking_method("statement_submit", |params, rpc, _| {
-		submit_counted(&rpc, &params)
+		crate::submit::submit_counted(&rpc, &params)
 	})?;
 	module.register_blocking_method("statement_dump", |_, rpc, _| {
 		rpc.ensure_unsafe_allowed()?;

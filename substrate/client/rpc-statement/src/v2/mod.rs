@@ -173,7 +173,7 @@ pub(crate) fn register(
 		},
 	)?;
 	module.register_blocking_method("statement_unstable_submit", |params, rpc, _| {
-		let result = crate::methods::submit_counted(&rpc, &params)?;
+		let result = crate::submit::submit_counted(&rpc, &params)?;
 		SubmitOutcome::of(result).map_err(internal)
 	})?;
 	Ok(())
