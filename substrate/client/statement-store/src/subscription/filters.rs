@@ -52,15 +52,7 @@ impl Store {
 	/// past the subscription budget as [`Store::subscribe_with_queue`] is.
 	pub fn subscribe_filters(&self, queue_bytes: usize) -> Result<FilterSubscription> {
 		let (id, queue) = self.inner.subscriptions.add_set(queue_bytes)?;
-		let live = Subscription {
-			store: self.clone(),
-			id,
-			queue,
-			replay: None,
-			replay_total: 0,
-			largest_page: 0,
-		};
-		Ok(FilterSubscription { live })
+		Ok(FilterSubscription { live: Subscription::live_only(self, id, queue) })
 	}
 }
 

@@ -69,6 +69,12 @@ impl Subscription {
 		})
 	}
 
+	/// A live stream from queue `id` of the registry, with no replay.
+	pub(super) fn live_only(store: &Store, id: u64, queue: Arc<Queue>) -> Subscription {
+		let store = store.clone();
+		Subscription { store, id, queue, replay: None, replay_total: 0, largest_page: 0 }
+	}
+
 	/// How many stored statements matched when the subscription began (the replay sends
 	/// fewer if some are removed before their page is read).
 	pub fn replay_total(&self) -> u64 {

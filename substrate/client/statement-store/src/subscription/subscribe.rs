@@ -20,14 +20,7 @@ impl Store {
 	pub fn watch_admissions(&self, queue_bytes: usize) -> Subscription {
 		let _view = self.inner.reads.view();
 		let (id, queue) = self.inner.subscriptions.add_unbudgeted(TopicFilter::Any, queue_bytes);
-		Subscription {
-			store: self.clone(),
-			id,
-			queue,
-			replay: None,
-			replay_total: 0,
-			largest_page: 0,
-		}
+		Subscription::live_only(self, id, queue)
 	}
 
 	/// Subscribe with [`DEFAULT_SUBSCRIBER_QUEUE_BYTES`] of live queue; see
