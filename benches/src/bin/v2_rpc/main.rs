@@ -7,7 +7,8 @@
 //!   - `add_filter` to `replayDone` for `--samples` filters of 8 matches each (a third
 //!     topic every 8 consecutive statements share): p50, p99, max;
 //!   - the statements/s of an `"any"` replay, against the legacy replay of
-//!     `statement_subscribeStatement("any")` on the same node;
+//!     `statement_subscribeStatement("any")` on the same node: the median of 5 rounds
+//!     (alternating), and the node's CPU time per statement replayed;
 //!   - the submits/s (`statement_unstable_submit`, 2 connections, batches of 250) while
 //!     an `"any"` replay runs, against the same without it; the replay must carry exactly
 //!     the statements stored when its filter was added, and the ones submitted meanwhile

@@ -12,6 +12,7 @@ use statement_store_benches::{
 	client::{batches, contains, statements_in, submit_all},
 	latency::Latency,
 	node::{Launch, Node},
+	procfs::cpu_time,
 	workload::on_every_core,
 };
 use statement_test_support::hex;
@@ -41,15 +42,19 @@ pub fn run(args: &Args) -> Result<(), String> {
 		rows.push((n, eight, rates, submits));
 		node.stop().map_err(String::from)?;
 	}
-	println!("| statements | add_filter to replayDone, 8 matches: p50 / p99 / max | `any` replay: v2 / legacy | v2 / legacy | submits/s alone / beside an `any` replay | beside / alone |");
-	println!("|---|---|---|---|---|---|");
-	for (n, eight, (v2, legacy), (alone, beside)) in rows {
+	println!("| statements | add_filter to replayDone, 8 matches: p50 / p99 / max | `any` replay, median of 5 rounds: v2 / legacy | v2 / legacy | node CPU per statement replayed: v2 / legacy | submits/s alone / beside an `any` replay | beside / alone |");
+	println!("|---|---|---|---|---|---|---|");
+	for (n, eight, any, (alone, beside)) in rows {
 		println!(
-			"| {n} | {:.2} / {:.2} / {:.2} ms | {v2:.0}/s / {legacy:.0}/s | {:.2}x | {alone:.0}/s / {beside:.0}/s | {:.2}x |",
+			"| {n} | {:.2} / {:.2} / {:.2} ms | {:.0}/s / {:.0}/s | {:.2}x | {:.2} / {:.2} µs | {alone:.0}/s / {beside:.0}/s | {:.2}x |",
 			ms(eight.p50),
 			ms(eight.p99),
 			ms(eight.max),
-			v2 / legacy,
+			any.v2,
+			any.legacy,
+			any.v2 / any.legacy,
+			any.v2_cpu.as_secs_f64() * 1e6,
+			any.legacy_cpu.as_secs_f64() * 1e6,
 			beside / alone
 		);
 	}
@@ -229,28 +234,57 @@ fn any_subscription(node: &Node) -> Result<(Socket, Arc<Mutex<Seen>>, Instant), 
 	Ok((socket, seen, started))
 }
 
-/// Statements/s of an `"any"` replay of the whole store: v2, then legacy, three times each,
-/// alternating; the best of each.
-fn any_replays(node: &Node, n: u32) -> Result<(f64, f64), String> {
-	let (mut v2, mut legacy) = (0f64, 0f64);
-	for round in 0..3 {
+/// How `"any"` replays of the whole store went: the median statements/s of each API over the
+/// rounds (one slow or fast round moves it less than the best would), and the node's CPU
+/// time per statement replayed (all rounds), which a busy machine disturbs less.
+struct AnyReplays {
+	v2: f64,
+	legacy: f64,
+	v2_cpu: Duration,
+	legacy_cpu: Duration,
+}
+
+/// Rounds of `"any"` replays, v2 then legacy in each.
+const ANY_ROUNDS: u32 = 5;
+
+/// `"any"` replays of the whole store, v2 then legacy, [`ANY_ROUNDS`] times, alternating.
+fn any_replays(node: &Node, n: u32) -> Result<AnyReplays, String> {
+	let (mut v2_cpu, mut legacy_cpu) = (Duration::ZERO, Duration::ZERO);
+	let (mut v2_rates, mut legacy_rates) = (Vec::new(), Vec::new());
+	for round in 0..ANY_ROUNDS {
+		let before = cpu_time(node.pid());
 		let (socket, seen, started) = any_subscription(node)?;
 		wait_for(&seen, "the v2 replay", |seen| seen.done.is_some())?;
-		let rate = rate_of(&seen, n, started, "v2")?;
+		let v2 = rate_of(&seen, n, started, "v2")?;
 		socket.close();
-		v2 = v2.max(rate);
+		let between = cpu_time(node.pid());
+		v2_rates.push(v2);
+		v2_cpu += between.saturating_sub(before);
 
 		let seen = Arc::new(Mutex::new(Seen::default()));
 		let started = Instant::now();
 		let mut socket = Socket::connect(node.rpc_port(), counting(seen.clone()))?;
 		socket.send(&request(0, "statement_subscribeStatement", json!(["any"])))?;
 		wait_for(&seen, "the legacy replay", |seen| seen.done.is_some())?;
-		let rate = rate_of(&seen, n, started, "legacy")?;
+		let legacy = rate_of(&seen, n, started, "legacy")?;
 		socket.close();
-		legacy = legacy.max(rate);
+		legacy_rates.push(legacy);
+		legacy_cpu += cpu_time(node.pid()).saturating_sub(between);
 		eprintln!("{n}: `any` replay, round {}: v2 {v2:.0}/s, legacy {legacy:.0}/s", round + 1);
 	}
-	Ok((v2, legacy))
+	let statements = n * ANY_ROUNDS;
+	Ok(AnyReplays {
+		v2: median(v2_rates),
+		legacy: median(legacy_rates),
+		v2_cpu: v2_cpu / statements,
+		legacy_cpu: legacy_cpu / statements,
+	})
+}
+
+/// The middle of `rates` (of an odd count).
+fn median(mut rates: Vec<f64>) -> f64 {
+	rates.sort_by(f64::total_cmp);
+	rates[rates.len() / 2]
 }
 
 /// The replay's statements/s; an error unless it carried exactly `n`.

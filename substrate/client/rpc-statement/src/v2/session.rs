@@ -21,7 +21,8 @@
 //!   `statement_primitives::FilterSubscription`), so none is dropped for memory.
 //! - Between its pages a replay gives way to submissions in progress on the node, for
 //!   [`REPLAY_YIELD`] at most a page: a replay of millions of statements slows down rather
-//!   than taking the cores the submits need.
+//!   than taking the cores the submits need. Each page is read while the one before it is
+//!   sent, so the disk and the socket work at once.
 //! - A subscription that cannot keep the guarantees (the store fails) gets
 //!   `{"event": "stop"}` and nothing after it: no statement is ever skipped silently.
 
@@ -79,10 +80,21 @@ impl Added {
 	}
 }
 
+/// A replay, between pages or reading its next one.
+enum Replay {
+	/// Between pages.
+	Idle(Box<dyn FilterReplay>),
+	/// Reading the next page off the async threads while the last one is sent.
+	Reading(tokio::task::JoinHandle<(Box<dyn FilterReplay>, PageRead)>),
+}
+
+/// A replay page as read: its statements, or `None` once the replay is done.
+type PageRead = statement_primitives::Result<Option<Vec<Vec<u8>>>>;
+
 /// One active filter.
 struct Filter {
 	/// Its replay, until it is done; `None` after `replayDone`.
-	replay: Option<Box<dyn FilterReplay>>,
+	replay: Option<Replay>,
 	/// Whether the answer to its `add_filter` was written, so that its replay may start.
 	started: bool,
 	/// Kept while the filter lives: a light node asks its peers for the filter's topics.
@@ -193,7 +205,7 @@ impl Session {
 			.collect();
 		if !statements.is_empty() {
 			let event = Event::NewStatements { statements }.raw().map_err(Stop::Failed)?;
-			self.send(event).await?;
+			self.send(event, 0).await?;
 		}
 		Ok(true)
 	}
@@ -270,49 +282,51 @@ impl Session {
 		.await
 		.map_err(|err| format!("adding a filter: {err}"))?
 		.map_err(|err| err.to_string())?;
-		let filter = Filter { replay: Some(replay), started: false, _interest: interest };
+		let filter =
+			Filter { replay: Some(Replay::Idle(replay)), started: false, _interest: interest };
 		self.filters.insert(id, filter);
 		Ok(Added::Id(id))
 	}
 
-	/// Send filter `id`'s next replay page, or its `replayDone`.
+	/// Send filter `id`'s next replay page, or its `replayDone`. The page after it is read
+	/// while this one is sent (and counted in the store as held if it has to wait for room).
 	async fn replay_page(&mut self, id: u64) -> Result<(), Stop> {
-		give_way(&self.submitting).await;
-		let Some(mut replay) = self.filters.get_mut(&id).and_then(|filter| filter.replay.take())
-		else {
+		let Some(replay) = self.filters.get_mut(&id).and_then(|filter| filter.replay.take()) else {
 			return Ok(());
 		};
-		let Ok(permit) = self.readers.clone().acquire_owned().await else {
-			return Err(Stop::Closed);
+		let reading = match replay {
+			Replay::Reading(reading) => reading,
+			Replay::Idle(replay) => read_page(replay, &self.submitting, &self.readers).await?,
 		};
-		let (replay, page) = tokio::task::spawn_blocking(move || {
-			let _permit = permit;
-			let page = replay.next_page(REPLAY_BATCH_BYTES);
-			(replay, page)
-		})
-		.await
-		.map_err(|err| Stop::Failed(format!("statement store: {err}")))?;
+		let (replay, page) =
+			reading.await.map_err(|err| Stop::Failed(format!("statement store: {err}")))?;
 		let page = page.map_err(|err| Stop::Failed(format!("statement store: {err}")))?;
 		// Removed while the page was read: nothing more of it is sent.
-		let Some(filter) = self.filters.get_mut(&id) else { return Ok(()) };
-		let event = match page {
-			Some(statements) => {
-				filter.replay = Some(replay);
-				let statements = HexList(statements);
-				Event::ReplayStatements { filter_id: id.to_string(), statements }.raw()
-			}
-			None => Event::<Vec<u8>>::ReplayDone { filter_id: id.to_string() }.raw(),
+		if !self.filters.contains_key(&id) {
+			return Ok(());
 		}
-		.map_err(Stop::Failed)?;
-		self.send(event).await
+		let (event, ahead) = match page {
+			Some(statements) => {
+				let next = read_page(replay, &self.submitting, &self.readers).await?;
+				if let Some(filter) = self.filters.get_mut(&id) {
+					filter.replay = Some(Replay::Reading(next));
+				}
+				let statements = HexList(statements);
+				let event = Event::ReplayStatements { filter_id: id.to_string(), statements };
+				(event.raw(), REPLAY_BATCH_BYTES)
+			}
+			None => (Event::<Vec<u8>>::ReplayDone { filter_id: id.to_string() }.raw(), 0),
+		};
+		self.send(event.map_err(Stop::Failed)?, ahead).await
 	}
 
 	/// Send `event` once the connection has room (at most
 	/// [`crate::limits::IN_FLIGHT_NOTIFICATIONS`] waiting), serving commands meanwhile: a
 	/// client that reads slowly still has its `add_filter` and `remove_filter` answered. While
-	/// it waits, `event` counts in the store as held.
-	async fn send(&mut self, event: Box<RawValue>) -> Result<(), Stop> {
-		let held = event.get().len();
+	/// it waits, `event` and `ahead` more bytes read for the subscription count in the store
+	/// as held.
+	async fn send(&mut self, event: Box<RawValue>, ahead: usize) -> Result<(), Stop> {
+		let held = event.get().len() + ahead;
 		let subscription = self.subscription.clone();
 		let live = subscription.live();
 		let mut holding = false;
@@ -348,6 +362,22 @@ impl Session {
 		}
 		sent
 	}
+}
+
+/// Start reading `replay`'s next page off the async threads, once submissions in progress
+/// are done (or [`REPLAY_YIELD`] passed) and a reader permit is free.
+async fn read_page(
+	mut replay: Box<dyn FilterReplay>,
+	submitting: &AtomicUsize,
+	readers: &Arc<Semaphore>,
+) -> Result<tokio::task::JoinHandle<(Box<dyn FilterReplay>, PageRead)>, Stop> {
+	give_way(submitting).await;
+	let Ok(permit) = readers.clone().acquire_owned().await else { return Err(Stop::Closed) };
+	Ok(tokio::task::spawn_blocking(move || {
+		let _permit = permit;
+		let page = replay.next_page(REPLAY_BATCH_BYTES);
+		(replay, page)
+	}))
 }
 
 /// Wait while submissions are in progress, [`REPLAY_YIELD`] at most: a replay gives the
