@@ -203,6 +203,17 @@ pub struct RunCmd {
 	/// JSON-RPC error -32006.
 	#[arg(long, default_value_t = 1024)]
 	pub rpc_max_subscriptions_per_connection: u32,
+	/// Most calls one WebSocket connection may have in flight, from when the request is read
+	/// until its answer is written to the socket. Past it the node reads no more of that
+	/// connection until an answer is written: a client that sends without reading holds this
+	/// many calls at most.
+	#[arg(long, value_name = "CALLS", default_value_t = statement_rpc_server::DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CONNECTION, value_parser = clap::value_parser!(u32).range(1..))]
+	pub rpc_max_calls_in_flight_per_connection: u32,
+	/// Most bytes of answers one WebSocket connection may hold until they are written; a call
+	/// whose answer does not fit waits for room (one answer larger than this goes alone, up
+	/// to the 10 MiB answer limit).
+	#[arg(long, value_name = "BYTES", default_value_t = statement_rpc_server::DEFAULT_MAX_ANSWER_BYTES_PER_CONNECTION, value_parser = clap::value_parser!(u32).range(1..))]
+	pub rpc_max_answer_bytes_per_connection: u32,
 	/// Most spec-v2 statement subscriptions (`statement_unstable_subscribe`) one connection
 	/// may hold; past it the call gets JSON-RPC error -32800. At least 2, as the spec asks.
 	#[arg(long, default_value_t = statement_rpc::limits::DEFAULT_SUBSCRIPTIONS_PER_CONNECTION, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..))]
@@ -364,6 +375,13 @@ mod tests {
 		assert_eq!(run.rpc_max_connections, 100);
 		assert_eq!(run.rpc_max_subscriptions_per_connection, 1024);
 		assert_eq!(run.rpc_request_timeout, 30);
+		assert_eq!(run.rpc_max_calls_in_flight_per_connection, 512);
+		assert_eq!(run.rpc_max_answer_bytes_per_connection, 4 << 20);
 		assert!(Cli::try_parse_from(["statement-node", "--rpc-request-timeout", "0"]).is_err());
+		for flag in
+			["--rpc-max-calls-in-flight-per-connection", "--rpc-max-answer-bytes-per-connection"]
+		{
+			assert!(Cli::try_parse_from(["statement-node", flag, "0"]).is_err(), "{flag} 0");
+		}
 	}
 }

@@ -142,6 +142,8 @@ async fn run_async(
 			max_connections: cmd.rpc_max_connections,
 			max_subscriptions_per_connection: cmd.rpc_max_subscriptions_per_connection,
 			request_timeout: Duration::from_secs(cmd.rpc_request_timeout),
+			max_calls_in_flight_per_connection: cmd.rpc_max_calls_in_flight_per_connection,
+			max_answer_bytes_per_connection: cmd.rpc_max_answer_bytes_per_connection,
 		},
 		name,
 		chain: spec.name.clone(),

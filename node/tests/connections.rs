@@ -212,3 +212,99 @@ fn the_soft_file_descriptor_limit_is_raised_to_the_hard_limit_at_start() {
 	assert!(startup.iter().any(|line| line.contains(&raised)), "{raised:?} not in {startup:#?}");
 	assert!(node.stop().unwrap().success());
 }
+
+/// Requests the never-reading client sends at most.
+const FLOOD_REQUESTS: usize = 1_000_000;
+
+/// How much a never-reading client may grow the node by (KiB): the defaults let a connection
+/// hold 512 calls and 4 MiB of their answers; the rest is the allocator's slack.
+const FLOOD_GROWTH_KIB: u64 = 48 * 1024;
+
+/// A WebSocket client sends up to 1,000,000 `system_health` requests as fast as the node
+/// takes them and never reads an answer. The node stops reading it once it holds its
+/// connection's share (512 calls, 4 MiB of answers), so the client's writes stall well short
+/// of the million, the node's anonymous memory stays within [`FLOOD_GROWTH_KIB`] of where it
+/// was, and another client is still answered. Without the bound, every request read became a
+/// task and an answer queued for the socket: +1,574 MiB at 1,000,000 in a release node.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_answers_holds_a_bounded_share_of_the_node() {
+	let node = common::start(&["--dev"]);
+	let other = WsClientBuilder::default().build(node.ws_url()).await.unwrap();
+	let health = || async {
+		let started = Instant::now();
+		let answer: Value = other.request("system_health", rpc_params![]).await.unwrap();
+		assert!(answer.get("peers").is_some(), "system_health answered {answer}");
+		started.elapsed()
+	};
+	let mut alone = Vec::new();
+	for _ in 0..200 {
+		alone.push(health().await);
+	}
+	let before = node.anonymous_kib();
+
+	let mut flood = ws::connect(node.rpc_port()).unwrap_or_else(|err| panic!("{err}"));
+	flood.set_nonblocking(true).unwrap();
+	let frame = ws::text(r#"{"jsonrpc":"2.0","id":1,"method":"system_health","params":[]}"#);
+	let chunk: Vec<u8> = frame.iter().copied().cycle().take(frame.len() * 1000).collect();
+	let (mut sent_bytes, mut at, mut last_progress) = (0usize, 0usize, Instant::now());
+	let mut peak = before;
+	let stalled = loop {
+		if sent_bytes / frame.len() >= FLOOD_REQUESTS {
+			break false;
+		}
+		match flood.write(&chunk[at..]) {
+			Ok(written) => {
+				sent_bytes += written;
+				at = (at + written) % chunk.len();
+				last_progress = Instant::now();
+			}
+			Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+				// The node has stopped reading (the socket buffers are full) for 10 s.
+				if last_progress.elapsed() > Duration::from_secs(10) {
+					break true;
+				}
+				std::thread::sleep(Duration::from_millis(20));
+			}
+			Err(err) => panic!(
+				"the flood's connection failed after {} requests: {err}",
+				sent_bytes / frame.len()
+			),
+		}
+		if sent_bytes % (frame.len() * 10_000) < chunk.len() {
+			peak = peak.max(node.anonymous_kib());
+			assert!(
+				peak - before <= FLOOD_GROWTH_KIB,
+				"after {} requests never read, the node grew by {} KiB (bound {FLOOD_GROWTH_KIB})",
+				sent_bytes / frame.len(),
+				peak - before
+			);
+		}
+	};
+	let sent = sent_bytes / frame.len();
+	let mut beside = Vec::new();
+	for _ in 0..200 {
+		beside.push(health().await);
+	}
+	peak = peak.max(node.anonymous_kib());
+	let p99 = |mut times: Vec<Duration>| {
+		times.sort();
+		times[times.len() * 99 / 100]
+	};
+	eprintln!(
+		"{sent} requests sent, never read (stalled: {stalled}); the node grew by {} KiB; \
+		 another client's system_health p99 {:?} alone, {:?} beside it",
+		peak - before,
+		p99(alone),
+		p99(beside)
+	);
+	assert!(stalled, "the node read all {sent} requests of a client that never reads");
+	assert!(
+		peak - before <= FLOOD_GROWTH_KIB,
+		"the node grew by {} KiB (bound {FLOOD_GROWTH_KIB})",
+		peak - before
+	);
+	drop(flood);
+	// The node lets the stalled connection go and goes on serving.
+	health().await;
+}

@@ -364,13 +364,6 @@ fn never_reading_subscriptions(port: u16, count: usize, filter: &str) -> TcpStre
 	stream
 }
 
-/// `RssAnon` of `pid` (heap and stacks, no mapped files), in KiB.
-fn anonymous_kib(pid: u32) -> u64 {
-	let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-	let line = status.lines().find(|line| line.starts_with("RssAnon:")).unwrap();
-	line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 /// 50,000 subscriptions that never read, from one client (50 WebSockets): half on every
 /// statement, half on a topic nobody uses, then 2,000 statements. With a budget of 16 MiB
 /// (`--statement-subscription-memory-mib`) the node opens at most 4,096 (their own state,
@@ -410,7 +403,7 @@ async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib()
 		submit(n).await;
 	}
 	tokio::time::sleep(Duration::from_secs(1)).await;
-	let before = anonymous_kib(node.child_mut().id());
+	let before = node.anonymous_kib();
 
 	let idle = format!(r#"{{"matchAll":["{}"]}}"#, hex(&topic("nobody").0));
 	let mut clients = Vec::new();
@@ -448,7 +441,7 @@ async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib()
 	// A dropped one's place is taken by a later one.
 	assert!(open <= share, "{open} open, past {share}");
 	assert!(refused >= 50_000.0 - share - dropped, "{refused} refused");
-	let subscribed = anonymous_kib(node.child_mut().id());
+	let subscribed = node.anonymous_kib();
 	for n in 50..2_050 {
 		submit(n).await;
 	}
@@ -460,7 +453,7 @@ async fn fifty_thousand_stuck_subscriptions_stay_within_the_budget_plus_64_mib()
 	let mut after = u64::MAX;
 	for _ in 0..12 {
 		tokio::time::sleep(Duration::from_secs(1)).await;
-		after = after.min(anonymous_kib(node.child_mut().id()));
+		after = after.min(node.anonymous_kib());
 	}
 	let queued = metric(metrics_port, "substrate_statement_store_subscription_queued_bytes");
 	let (still_open, _, _) = counts();

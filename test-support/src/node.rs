@@ -355,6 +355,11 @@ impl Node {
 		self.started_in
 	}
 
+	/// The node's `RssAnon` in KiB (see [`anonymous_kib`]).
+	pub fn anonymous_kib(&self) -> u64 {
+		anonymous_kib(self.pid())
+	}
+
 	/// The process id.
 	pub fn pid(&self) -> u32 {
 		self.child.id()
@@ -471,6 +476,17 @@ fn drain(child: &mut Child, tail: Arc<Mutex<VecDeque<String>>>) -> Result<Receiv
 		}
 	});
 	Ok(lines)
+}
+
+/// `RssAnon` of process `pid` (heap and stacks, no mapped files) in KiB. Panics where it
+/// cannot be read (Linux only): a memory bound must not pass on a figure never taken.
+pub fn anonymous_kib(pid: u32) -> u64 {
+	let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+		.unwrap_or_else(|err| panic!("/proc/{pid}/status: {err}"));
+	let field = status.lines().find_map(|line| line.strip_prefix("RssAnon:"));
+	field
+		.and_then(|value| value.split_whitespace().next()?.parse().ok())
+		.unwrap_or_else(|| panic!("no RssAnon in /proc/{pid}/status"))
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@
 //!     max_connections: 100,
 //!     max_subscriptions_per_connection: 1024,
 //!     request_timeout: Duration::from_secs(60),
+//!     max_calls_in_flight_per_connection: 512,
+//!     max_answer_bytes_per_connection: 4 << 20,
 //! };
 //! let server = Server::bind("127.0.0.1:9944".parse()?, config).await?;
 //! println!("listening on {}", server.local_addr()?);
@@ -42,6 +44,12 @@
 //!
 //! `intercept` is the one shape of the layers that answer some requests themselves (origin
 //! refusals, health). WebSockets are pinged every 30 s and closed after 60 s without a pong.
+//!
+//! A WebSocket connection's calls are bounded from when each request is read until its answer
+//! is written to the socket, in count (`max_calls_in_flight_per_connection`) and in answer
+//! bytes (`max_answer_bytes_per_connection`); past either the connection is not read until an
+//! answer is written. A client that sends without ever reading so holds a bounded amount of
+//! the node's memory (the bound is enforced in the vendored jsonrpsee-server, `vendor/README.md`).
 
 #![forbid(unsafe_code)]
 
@@ -57,5 +65,8 @@ mod transport;
 
 pub use origin::{AllowedOrigin, Cors, InvalidOrigin};
 pub use oversized::MOST_DRAINED;
-pub use server::{Config, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_ID_CHARS};
+pub use server::{
+	Config, Server, DEFAULT_MAX_ANSWER_BYTES_PER_CONNECTION,
+	DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CONNECTION, MAX_REQUEST_BYTES, SUBSCRIPTION_ID_CHARS,
+};
 pub use transport::SUBSCRIPTION_OVER_HTTP_CODE;

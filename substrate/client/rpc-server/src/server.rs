@@ -26,6 +26,15 @@ use tokio::net::{TcpListener, TcpStream};
 /// Largest request body, and largest WebSocket message, in bytes.
 pub const MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
 
+/// Calls a WebSocket connection may have in flight unless configured otherwise: from when
+/// the request is read until its answer is written. Past it the connection is not read until
+/// an answer is written (see [`Config::max_calls_in_flight_per_connection`]).
+pub const DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CONNECTION: u32 = 512;
+
+/// Bytes of answers a WebSocket connection may hold unless configured otherwise (see
+/// [`Config::max_answer_bytes_per_connection`]).
+pub const DEFAULT_MAX_ANSWER_BYTES_PER_CONNECTION: u32 = 4 * 1024 * 1024;
+
 /// Characters of a subscription id: random alphanumerics, as Substrate's
 /// `RandomStringIdProvider::new(16)` hands out.
 pub const SUBSCRIPTION_ID_CHARS: usize = 16;
@@ -48,6 +57,15 @@ pub struct Config {
 	pub max_subscriptions_per_connection: u32,
 	/// `--rpc-request-timeout`: longest a connection may wait on its client for a request.
 	pub request_timeout: Duration,
+	/// `--rpc-max-calls-in-flight-per-connection`: calls a WebSocket connection may have in
+	/// flight, from when the request is read until its answer is written to the socket. Past
+	/// it the server reads no more of that connection until an answer is written, so a client
+	/// that sends without reading holds this many calls at most.
+	pub max_calls_in_flight_per_connection: u32,
+	/// `--rpc-max-answer-bytes-per-connection`: bytes of answers a WebSocket connection may
+	/// hold until they are written; a call whose answer does not fit waits for room (one
+	/// answer larger than this goes alone).
+	pub max_answer_bytes_per_connection: u32,
 }
 
 /// A bound listener, not yet serving: [`Server::start`] serves a set of methods on it.
@@ -79,6 +97,10 @@ impl Server {
 			.max_connections(config.max_connections.saturating_mul(2))
 			.max_subscriptions_per_connection(config.max_subscriptions_per_connection)
 			.max_request_body_size(MAX_REQUEST_BYTES)
+			// A client that sends without reading is not read either once it has this many
+			// calls, or this many bytes of answers, waiting (vendored jsonrpsee-server).
+			.max_calls_in_flight_per_connection(config.max_calls_in_flight_per_connection)
+			.max_answer_bytes_in_flight_per_connection(config.max_answer_bytes_per_connection)
 			// As Substrate: a WebSocket whose peer stops answering pings (three checks 30 s
 			// apart find no pong for 60 s) is closed, so dead sessions give their slots back.
 			.enable_ws_ping(

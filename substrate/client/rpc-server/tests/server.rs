@@ -34,6 +34,10 @@ async fn serve(cors: &str, max_connections: u32) -> (ServerHandle, u16) {
 		max_connections,
 		max_subscriptions_per_connection: 4,
 		request_timeout: Duration::from_secs(60),
+		max_calls_in_flight_per_connection:
+			statement_rpc_server::DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CONNECTION,
+		max_answer_bytes_per_connection:
+			statement_rpc_server::DEFAULT_MAX_ANSWER_BYTES_PER_CONNECTION,
 	};
 	let server = Server::bind("127.0.0.1:0".parse().unwrap(), config).await.unwrap();
 	let port = server.local_addr().unwrap().port();

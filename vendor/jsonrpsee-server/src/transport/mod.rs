@@ -1,0 +1,4 @@
+/// HTTP related server functionality.
+pub mod http;
+/// WebSocket related server functionality.
+pub mod ws;
