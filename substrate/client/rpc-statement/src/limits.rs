@@ -34,6 +34,10 @@ pub(crate) const LIVE_BATCH_BYTES: usize = 64 * 1024;
 /// submits need), but always go on.
 pub(crate) const REPLAY_YIELD: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// How long after a submission the node still counts as submitting, for replays to give way:
+/// a stream of submissions, one call after another, is never seen between two of them.
+pub(crate) const SUBMISSIONS_QUIET: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Blocking calls that subscriptions (subscribe, replay pages) run at once: a flood of
 /// subscriptions waits its turn rather than starting a blocking thread each (up to tokio's
 /// 512, with their stacks: ~80 MiB of a debug node's memory in a flood of 50,000).

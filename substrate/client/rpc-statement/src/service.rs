@@ -38,8 +38,9 @@ pub struct StatementRpc {
 	pub(crate) v2_per_connection: usize,
 	/// What the methods count.
 	pub(crate) metrics: RpcMetrics,
-	/// Submissions being handled now, which spec-v2 replays give way to.
-	pub(crate) submitting: Arc<AtomicUsize>,
+	/// Submissions being handled, and when the last one was, which spec-v2 replays give
+	/// way to.
+	pub(crate) submissions: Arc<crate::submit::Submissions>,
 }
 
 impl StatementRpc {
@@ -55,7 +56,7 @@ impl StatementRpc {
 			pump: Pump::default(),
 			readers: Arc::new(tokio::sync::Semaphore::new(SUBSCRIPTION_READERS)),
 			starting: Arc::default(),
-			submitting: Arc::default(),
+			submissions: Arc::default(),
 			v2_per_connection: DEFAULT_SUBSCRIPTIONS_PER_CONNECTION,
 			metrics: RpcMetrics::default(),
 		}

@@ -249,7 +249,7 @@ async fn open(
 	rpc.metrics.subscribed(true);
 	let _active = rpc.metrics.active();
 	let hook = rpc.on_subscribe.clone();
-	let submitting = rpc.submitting.clone();
-	Session::new(sink, subscription, received, rpc.readers.clone(), hook, submitting).run().await;
+	let submissions = rpc.submissions.clone();
+	Session::new(sink, subscription, received, rpc.readers.clone(), hook, submissions).run().await;
 	drop(reserved);
 }

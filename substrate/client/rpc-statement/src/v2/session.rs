@@ -19,9 +19,9 @@
 //!   not read, statements held back behind a long replay, the subscription budget) it spills
 //!   and the task reads them from the store instead, in order (see
 //!   `statement_primitives::FilterSubscription`), so none is dropped for memory.
-//! - Between its pages a replay gives way to submissions in progress on the node, for
-//!   [`REPLAY_YIELD`] at most a page: a replay of millions of statements slows down rather
-//!   than taking the cores the submits need. Each page is read while the one before it is
+//! - Between its pages a replay gives way to submissions on the node (one in progress or
+//!   one within [`SUBMISSIONS_QUIET`]), for [`REPLAY_YIELD`] at most a page: a replay of
+//!   millions of statements slows down rather than taking the cores the submits need. Each page is read while the one before it is
 //!   sent, so the disk and the socket work at once.
 //! - A subscription that cannot keep the guarantees (the store fails) gets
 //!   `{"event": "stop"}` and nothing after it: no statement is ever skipped silently.
@@ -29,22 +29,16 @@
 use super::json::{Entry, Event, Hex, LimitReached};
 use crate::{
 	hex::HexList,
-	limits::{LIVE_BATCH_BYTES, REPLAY_BATCH_BYTES, REPLAY_YIELD},
+	limits::{LIVE_BATCH_BYTES, REPLAY_BATCH_BYTES, REPLAY_YIELD, SUBMISSIONS_QUIET},
 	pump::Stop,
 	service::SubscriptionHook,
+	submit::Submissions,
 	subscribe::connection_full,
 };
 use jsonrpsee::SubscriptionSink;
 use serde_json::value::RawValue;
 use statement_primitives::{FilterReplay, FilterSubscription, TopicFilter};
-use std::{
-	collections::BTreeMap,
-	sync::{
-		atomic::{AtomicUsize, Ordering},
-		Arc,
-	},
-	time::Duration,
-};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// Most filters one subscription holds at once, as upstream.
@@ -110,8 +104,8 @@ pub(crate) struct Session {
 	pub(crate) readers: Arc<Semaphore>,
 	/// Called with each filter as it is added (see [`crate::SubscriptionHook`]).
 	pub(crate) hook: Option<SubscriptionHook>,
-	/// Submissions in progress on the node, which replay pages give way to.
-	submitting: Arc<AtomicUsize>,
+	/// Submissions on the node, which replay pages give way to.
+	submissions: Arc<Submissions>,
 	filters: BTreeMap<u64, Filter>,
 	next_filter_id: u64,
 }
@@ -124,11 +118,20 @@ impl Session {
 		commands: mpsc::UnboundedReceiver<Command>,
 		readers: Arc<Semaphore>,
 		hook: Option<SubscriptionHook>,
-		submitting: Arc<AtomicUsize>,
+		submissions: Arc<Submissions>,
 	) -> Session {
 		let filters = BTreeMap::new();
 		let next_filter_id = 0;
-		Session { sink, subscription, commands, readers, hook, submitting, filters, next_filter_id }
+		Session {
+			sink,
+			subscription,
+			commands,
+			readers,
+			hook,
+			submissions,
+			filters,
+			next_filter_id,
+		}
 	}
 
 	/// Serve the subscription until the client leaves or it stops.
@@ -296,7 +299,7 @@ impl Session {
 		};
 		let reading = match replay {
 			Replay::Reading(reading) => reading,
-			Replay::Idle(replay) => read_page(replay, &self.submitting, &self.readers).await?,
+			Replay::Idle(replay) => read_page(replay, &self.submissions, &self.readers).await?,
 		};
 		let (replay, page) =
 			reading.await.map_err(|err| Stop::Failed(format!("statement store: {err}")))?;
@@ -307,7 +310,7 @@ impl Session {
 		}
 		let (event, ahead) = match page {
 			Some(statements) => {
-				let next = read_page(replay, &self.submitting, &self.readers).await?;
+				let next = read_page(replay, &self.submissions, &self.readers).await?;
 				if let Some(filter) = self.filters.get_mut(&id) {
 					filter.replay = Some(Replay::Reading(next));
 				}
@@ -368,10 +371,10 @@ impl Session {
 /// are done (or [`REPLAY_YIELD`] passed) and a reader permit is free.
 async fn read_page(
 	mut replay: Box<dyn FilterReplay>,
-	submitting: &AtomicUsize,
+	submissions: &Submissions,
 	readers: &Arc<Semaphore>,
 ) -> Result<tokio::task::JoinHandle<(Box<dyn FilterReplay>, PageRead)>, Stop> {
-	give_way(submitting).await;
+	give_way(submissions).await;
 	let Ok(permit) = readers.clone().acquire_owned().await else { return Err(Stop::Closed) };
 	Ok(tokio::task::spawn_blocking(move || {
 		let _permit = permit;
@@ -380,11 +383,12 @@ async fn read_page(
 	}))
 }
 
-/// Wait while submissions are in progress, [`REPLAY_YIELD`] at most: a replay gives the
-/// cores to submits between its pages.
-async fn give_way(submitting: &AtomicUsize) {
+/// Wait while the node is handling submissions (one in progress, or one within
+/// [`SUBMISSIONS_QUIET`]), [`REPLAY_YIELD`] at most: a replay gives the cores to submits
+/// between its pages.
+async fn give_way(submissions: &Submissions) {
 	let until = tokio::time::Instant::now() + REPLAY_YIELD;
-	while submitting.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < until {
+	while submissions.busy(SUBMISSIONS_QUIET) && tokio::time::Instant::now() < until {
 		tokio::time::sleep(Duration::from_millis(1)).await;
 	}
 }
