@@ -86,6 +86,7 @@ mod notification;
 mod params;
 mod pump;
 mod service;
+mod submissions;
 mod submit;
 mod subscribe;
 pub mod v2;

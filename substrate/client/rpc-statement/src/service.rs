@@ -40,7 +40,7 @@ pub struct StatementRpc {
 	pub(crate) metrics: RpcMetrics,
 	/// Submissions being handled, and when the last one was, which spec-v2 replays give
 	/// way to.
-	pub(crate) submissions: Arc<crate::submit::Submissions>,
+	pub(crate) submissions: Arc<crate::submissions::Submissions>,
 }
 
 impl StatementRpc {

@@ -32,7 +32,7 @@ use crate::{
 	limits::{LIVE_BATCH_BYTES, REPLAY_BATCH_BYTES, REPLAY_YIELD, SUBMISSIONS_QUIET},
 	pump::Stop,
 	service::SubscriptionHook,
-	submit::Submissions,
+	submissions::Submissions,
 	subscribe::connection_full,
 };
 use jsonrpsee::SubscriptionSink;
