@@ -67,16 +67,18 @@ mod tests {
 	#[test]
 	fn submissions_are_busy_while_one_runs_and_for_the_quiet_time_after() {
 		let submissions = Submissions::default();
-		let quiet = Duration::from_millis(50);
-		std::thread::sleep(quiet);
-		assert!(!submissions.busy(quiet), "none yet");
+		// `short` is slept through before each check that it has passed; `long` is never
+		// over between two lines, however busy the machine.
+		let (short, long) = (Duration::from_millis(50), Duration::from_secs(60));
+		std::thread::sleep(short);
+		assert!(!submissions.busy(short), "none yet");
 		let one = submissions.begin();
-		std::thread::sleep(quiet);
-		assert!(submissions.busy(quiet), "one in progress, however long");
+		std::thread::sleep(short);
+		assert!(submissions.busy(short), "one in progress, however long");
 		drop(one);
 		// Between two calls of a stream: none in progress, but one just ended.
-		assert!(submissions.busy(quiet), "one ended just now");
-		std::thread::sleep(quiet);
-		assert!(!submissions.busy(quiet), "quiet for as long as asked");
+		assert!(submissions.busy(long), "one ended just now");
+		std::thread::sleep(short);
+		assert!(!submissions.busy(short), "quiet for as long as asked");
 	}
 }
