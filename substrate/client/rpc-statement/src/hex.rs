@@ -18,9 +18,8 @@ const HEX_PAIRS: [[u8; 2]; 256] = {
 	pairs
 };
 
-/// `0x` and the hex of `bytes`, written over `out`.
-fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
-	out.clear();
+/// `0x` and the hex of `bytes`, appended to `out`.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
 	out.reserve(2 + 2 * bytes.len());
 	out.extend_from_slice(b"0x");
 	for byte in bytes {
@@ -31,7 +30,7 @@ fn hex_into(out: &mut Vec<u8>, bytes: &[u8]) {
 /// `0x` and the hex of `bytes`.
 pub(crate) fn hex_string(bytes: &[u8]) -> String {
 	let mut out = Vec::new();
-	hex_into(&mut out, bytes);
+	push_hex(&mut out, bytes);
 	// Hex digits and `0x` are ASCII.
 	String::from_utf8(out).unwrap_or_default()
 }
@@ -45,10 +44,8 @@ fn json_array<T: AsRef<[u8]>>(items: &[T]) -> Vec<u8> {
 		if at > 0 {
 			out.push(b',');
 		}
-		out.extend_from_slice(b"\"0x");
-		for byte in item.as_ref() {
-			out.extend_from_slice(&HEX_PAIRS[*byte as usize]);
-		}
+		out.push(b'"');
+		push_hex(&mut out, item.as_ref());
 		out.push(b'"');
 	}
 	out.push(b']');
