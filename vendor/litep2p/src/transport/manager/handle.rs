@@ -353,15 +353,23 @@ impl TransportManagerHandle {
             "Unregistering user protocol on handle drop"
         );
 
-        if let Err(err) = self
+        match self
             .cmd_tx
             .try_send(InnerTransportManagerCommand::UnregisterProtocol { protocol })
         {
-            tracing::error!(
+            Ok(()) => {}
+            // statement-store: a closed channel means the transport manager has stopped (the
+            // node is shutting down) and there is nothing left to unregister from; upstream
+            // logged it as an error on every clean stop.
+            Err(TrySendError::Closed(_)) => tracing::debug!(
+                target: LOG_TARGET,
+                "Transport manager already stopped; no protocol to unregister"
+            ),
+            Err(err) => tracing::error!(
                 target: LOG_TARGET,
                 ?err,
                 "Failed to unregister protocol"
-            );
+            ),
         }
     }
 }
