@@ -25,4 +25,5 @@ pub mod metrics {
 	pub use statement_test_support::metrics::{names::*, Metrics, Sample};
 }
 pub mod procfs;
+pub mod topology;
 pub mod workload;

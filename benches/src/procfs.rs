@@ -1,6 +1,6 @@
 //! What a process costs, read from Linux's `/proc`: resident memory from `status`, CPU ticks
 //! from `stat` (of a process, of each of its threads, of the whole machine), bytes written
-//! from `io`, the load average, and a sampler of a process's peak `VmRSS`. Every harness reads
+//! from `io`, open descriptors, the load average, and a sampler of a process's peak `VmRSS`. Every harness reads
 //! these here; elsewhere than Linux every figure reads as missing (`None`, or zero).
 
 use std::{
@@ -46,6 +46,11 @@ pub fn status_kib(pid: impl Display, field: &str) -> u64 {
 /// `VmRSS` of `pid` in KiB (0 if it cannot be read).
 pub fn rss_kib(pid: impl Display) -> u64 {
 	status_kib(pid, "VmRSS")
+}
+
+/// Open file descriptors of `pid` (entries of `/proc/<pid>/fd`; 0 if it cannot be read).
+pub fn descriptors(pid: impl Display) -> usize {
+	std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |entries| entries.count())
 }
 
 /// The name and CPU ticks (`utime + stime`) in a `/proc/.../stat` line. The name is in
@@ -188,6 +193,11 @@ mod tests {
 		assert!(status(std::process::id()).and_then(|s| s.kib("RssAnon")).is_some());
 		assert!(!thread_ticks(std::process::id()).is_empty());
 		assert_eq!(rss_kib(u32::MAX), 0);
+		let open = descriptors(std::process::id());
+		let file = std::fs::File::open("/proc/self/status").unwrap();
+		assert_eq!(descriptors(std::process::id()), open + 1);
+		drop(file);
+		assert_eq!(descriptors(u32::MAX), 0);
 	}
 
 	#[test]

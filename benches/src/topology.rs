@@ -1,6 +1,7 @@
-//! The topologies of `statement-node` processes on localhost the scenarios run: one node, a
-//! line of them each bootnoding the one before, and a mesh of them that find each other from
-//! one boot node; each started by the benches' launcher with a fixed node key.
+//! The topologies of `statement-node` processes on localhost the network harnesses run
+//! (`propagation`, `soak`): one node, a line of them each bootnoding the one before, and a mesh
+//! of them that find each other from one boot node; each started by the benches' launcher with
+//! a fixed node key, and restartable on the same port, key and database.
 
 use statement_test_support::{
 	metrics::names::PEERS,
@@ -52,6 +53,10 @@ pub struct NodeSettings {
 	pub rate_limit: u32,
 }
 
+/// How a restarted node stopped: its exit status and what it logged meanwhile, or `None`
+/// after a SIGKILL.
+pub type Stopped = Option<(std::process::ExitStatus, Vec<String>)>;
+
 /// A running node of a topology, killed when dropped; the process's own figures (ports,
 /// pid, metrics, log) are the launcher's [`node::Node`].
 pub struct Node {
@@ -60,6 +65,10 @@ pub struct Node {
 	pub index: usize,
 	p2p_port: u16,
 	peer_id: String,
+	/// How it was started, so that [`Node::restart`] starts it the same way.
+	dir: PathBuf,
+	bootnode: Option<String>,
+	extra: Vec<String>,
 }
 
 impl Deref for Node {
@@ -94,7 +103,17 @@ impl Node {
 		bootnode: Option<&str>,
 		extra: &[String],
 	) -> Result<Node, String> {
-		let p2p_port = free_port()?;
+		Node::start_on(settings, index, dir, bootnode, extra, free_port()?)
+	}
+
+	fn start_on(
+		settings: &NodeSettings,
+		index: usize,
+		dir: &Path,
+		bootnode: Option<&str>,
+		extra: &[String],
+		p2p_port: u16,
+	) -> Result<Node, String> {
 		let mut args: Vec<String> = [
 			"--port",
 			&p2p_port.to_string(),
@@ -114,7 +133,31 @@ impl Node {
 		let launch = Launch::new(&settings.binary).dev().base_path(dir).args(args);
 		let process = launch.start().map_err(|err| format!("node {index}: {err}"))?;
 		let peer_id = process.peer_id().to_string();
-		Ok(Node { process, index, p2p_port, peer_id })
+		Ok(Node {
+			process,
+			index,
+			p2p_port,
+			peer_id,
+			dir: dir.to_path_buf(),
+			bootnode: bootnode.map(String::from),
+			extra: extra.to_vec(),
+		})
+	}
+
+	/// Stop the node (SIGTERM, or SIGKILL if `kill`) and start it again on the same port,
+	/// key, database and arguments; returns once it is ready, with the stop's exit status and
+	/// the lines the node logged while it shut down (`None` after a SIGKILL). Its PeerId and
+	/// address stay the same, so peers that knew it can dial it again.
+	pub fn restart(self, settings: &NodeSettings, kill: bool) -> Result<(Node, Stopped), String> {
+		let Node { process, index, p2p_port, dir, bootnode, extra, .. } = self;
+		let stopped = if kill {
+			process.kill().map_err(|err| format!("node {index}: {err}"))?;
+			None
+		} else {
+			Some(process.stop_logged().map_err(|err| format!("node {index}: {err}"))?)
+		};
+		let node = Node::start_on(settings, index, &dir, bootnode.as_deref(), &extra, p2p_port)?;
+		Ok((node, stopped))
 	}
 
 	/// The address other nodes dial: `/ip4/127.0.0.1/tcp/<port>/p2p/<PeerId>`.
@@ -138,7 +181,7 @@ pub struct Nodes {
 impl Nodes {
 	fn empty(count: usize, timeout: Duration) -> Result<Nodes, String> {
 		let dir = tempfile::Builder::new()
-			.prefix("propagation")
+			.prefix("nodes")
 			.tempdir()
 			.map_err(|err| format!("cannot create a temporary directory: {err}"))?;
 		Ok(Nodes { nodes: Vec::with_capacity(count), expected: Vec::new(), timeout, dir })
@@ -244,6 +287,19 @@ impl Nodes {
 			));
 		}
 		message
+	}
+
+	/// Restart node `k` as [`Node::restart`] does, in place.
+	pub fn restart(
+		&mut self,
+		settings: &NodeSettings,
+		k: usize,
+		kill: bool,
+	) -> Result<Stopped, String> {
+		let node = self.nodes.remove(k);
+		let (node, stopped) = node.restart(settings, kill)?;
+		self.nodes.insert(k, node);
+		Ok(stopped)
 	}
 
 	/// The first node.

@@ -244,44 +244,19 @@ async fn a_client_that_never_reads_its_answers_holds_a_bounded_share_of_the_node
 	let before = node.anonymous_kib();
 
 	let mut flood = ws::connect(node.rpc_port()).unwrap_or_else(|err| panic!("{err}"));
-	flood.set_nonblocking(true).unwrap();
-	let frame = ws::text(r#"{"jsonrpc":"2.0","id":1,"method":"system_health","params":[]}"#);
-	let chunk: Vec<u8> = frame.iter().copied().cycle().take(frame.len() * 1000).collect();
-	let (mut sent_bytes, mut at, mut last_progress) = (0usize, 0usize, Instant::now());
 	let mut peak = before;
-	let stalled = loop {
-		if sent_bytes / frame.len() >= FLOOD_REQUESTS {
-			break false;
-		}
-		match flood.write(&chunk[at..]) {
-			Ok(written) => {
-				sent_bytes += written;
-				at = (at + written) % chunk.len();
-				last_progress = Instant::now();
-			}
-			Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
-				// The node has stopped reading (the socket buffers are full) for 10 s.
-				if last_progress.elapsed() > Duration::from_secs(10) {
-					break true;
-				}
-				std::thread::sleep(Duration::from_millis(20));
-			}
-			Err(err) => panic!(
-				"the flood's connection failed after {} requests: {err}",
-				sent_bytes / frame.len()
-			),
-		}
-		if sent_bytes % (frame.len() * 10_000) < chunk.len() {
+	let request = r#"{"jsonrpc":"2.0","id":1,"method":"system_health","params":[]}"#;
+	let ws::Flooded { sent, stalled } =
+		ws::flood(&mut flood, request, FLOOD_REQUESTS, Duration::from_secs(10), |sent| {
 			peak = peak.max(node.anonymous_kib());
 			assert!(
 				peak - before <= FLOOD_GROWTH_KIB,
-				"after {} requests never read, the node grew by {} KiB (bound {FLOOD_GROWTH_KIB})",
-				sent_bytes / frame.len(),
+				"after {sent} requests never read, the node grew by {} KiB (bound \
+				 {FLOOD_GROWTH_KIB})",
 				peak - before
 			);
-		}
-	};
-	let sent = sent_bytes / frame.len();
+		})
+		.unwrap_or_else(|err| panic!("{err}"));
 	let mut beside = Vec::new();
 	for _ in 0..200 {
 		beside.push(health().await);

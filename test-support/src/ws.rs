@@ -1,5 +1,6 @@
 //! WebSocket by hand, for what client libraries hide: an upgrade refused for its origin, a
-//! session that never sends a frame, a subscriber that never reads. Frames are written masked,
+//! session that never sends a frame, a subscriber that never reads, a client that sends
+//! without ever reading ([`flood`]). Frames are written masked,
 //! as a client must; the server's are read unmasked.
 
 use crate::{http, Error, Result};
@@ -107,6 +108,64 @@ pub fn read_message(stream: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
 		let opcode = *opcode.get_or_insert(code);
 		if head[0] & 0x80 != 0 {
 			return Ok((opcode, payload));
+		}
+	}
+}
+
+/// How a [`flood`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flooded {
+	/// Whole messages written.
+	pub sent: usize,
+	/// Whether it stopped because the server read nothing for `stall` (rather than after
+	/// `most` messages).
+	pub stalled: bool,
+}
+
+/// Write `message` over `stream` (an upgraded WebSocket) as fast as the server reads it,
+/// never reading an answer, until `most` messages are written or the server has read nothing
+/// for `stall`; `progress` is called with the messages written about every 10,000. An error
+/// if the connection fails.
+pub fn flood(
+	stream: &mut TcpStream,
+	message: &str,
+	most: usize,
+	stall: std::time::Duration,
+	mut progress: impl FnMut(usize),
+) -> Result<Flooded> {
+	use std::time::{Duration, Instant};
+	stream
+		.set_nonblocking(true)
+		.map_err(|err| Error::new(format!("a nonblocking flood socket: {err}")))?;
+	let frame = text(message);
+	let chunk: Vec<u8> = frame.iter().copied().cycle().take(frame.len() * 1000).collect();
+	let (mut written_bytes, mut at, mut last_progress) = (0usize, 0usize, Instant::now());
+	let mut reported = 0;
+	loop {
+		let sent = written_bytes / frame.len();
+		if sent >= most {
+			return Ok(Flooded { sent, stalled: false });
+		}
+		if sent >= reported + 10_000 {
+			reported = sent;
+			progress(sent);
+		}
+		match stream.write(&chunk[at..]) {
+			Ok(written) => {
+				written_bytes += written;
+				at = (at + written) % chunk.len();
+				last_progress = Instant::now();
+			}
+			Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+				// The socket buffers are full: the server is not reading.
+				if last_progress.elapsed() > stall {
+					return Ok(Flooded { sent, stalled: true });
+				}
+				std::thread::sleep(Duration::from_millis(20));
+			}
+			Err(err) => {
+				return Err(Error::new(format!("the flood failed after {sent} messages: {err}")))
+			}
 		}
 	}
 }

@@ -2,10 +2,10 @@
 //! node that takes the submits: what each receives against what it wanted.
 
 use crate::{
-	node::{Node, NodeSettings, Nodes},
 	scenario::{Plan, SYNC_POLL},
 	traffic::{bench_topic, submit, Pool},
 };
+use statement_store_benches::topology::{Node, NodeSettings, Nodes};
 use statement_test_support::metrics::names::{BYTES_RECEIVED, RECEIVED, STATEMENTS};
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;

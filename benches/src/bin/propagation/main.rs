@@ -40,14 +40,15 @@
 
 mod light;
 mod mesh;
-mod node;
 mod scenario;
 mod traffic;
 
 use clap::{Parser, ValueEnum};
-use node::{NodeSettings, Propagation};
 use scenario::Plan;
-use statement_store_benches::cli;
+use statement_store_benches::{
+	cli,
+	topology::{NodeSettings, Propagation},
+};
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 use traffic::Pool;
 

@@ -2,13 +2,13 @@
 //! read on five spread over the mesh: latency, loss, duplicates, and who ends up with all.
 
 use crate::{
-	node::{NodeSettings, Nodes, Propagation},
 	scenario::{latency_cells, print_footer, Plan, SETTLE},
 	traffic::{deliver, Delivery, Pool},
 };
 use statement_store_benches::{
 	metrics::{KNOWN_RECEIVED, PROPAGATED, STATEMENTS},
 	procfs::cpu_time,
+	topology::{NodeSettings, Nodes, Propagation},
 };
 use std::time::Duration;
 use tokio::runtime::Runtime;

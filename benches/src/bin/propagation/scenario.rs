@@ -3,13 +3,11 @@
 //! sync of a node that joins a full one; and the table cells and notes that `mesh.rs` and
 //! `light.rs` print with too.
 
-use crate::{
-	node::{NodeSettings, Nodes, Propagation, PEER_TIMEOUT},
-	traffic::{deliver, submit, Delivery, Pool},
-};
+use crate::traffic::{deliver, submit, Delivery, Pool};
 use statement_store_benches::{
 	latency::Latency,
 	procfs::{rss_kib, RssPeak},
+	topology::{NodeSettings, Nodes, Propagation, PEER_TIMEOUT},
 };
 use statement_test_support::metrics::names::{PEERS, STATEMENTS};
 use std::time::{Duration, Instant};
