@@ -39,7 +39,7 @@ READ_ONLY = {"Config"}
 # counters a write starts from, a statement's record), decoded from and encoded to disk. Their
 # fields are public by design; what holds them (the writer lock around the counters, the
 # matcher's queue of records) is what a part keeps to itself, and that is checked.
-VALUES = {"Counters", "Record", "Usage", "ChannelEntry", "PostingKey", "StoredBody"}
+VALUES = {"Counters", "Tallies", "Record", "Usage", "ChannelEntry", "PostingKey", "StoredBody"}
 
 
 def block_end(code, open_at, opening, closing):

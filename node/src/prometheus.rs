@@ -1,33 +1,75 @@
 //! The Prometheus endpoint: `GET /metrics` in the text exposition format.
 //!
 //! This is the one place that format is written. The libraries hand out values: the store its
-//! counters ([`MetricsSnapshot`], named here) and gossip its metric families
-//! ([`statement_network::metrics::Family`], named there, with the reference's names); the
-//! node renders them all with [`render`].
+//! counters ([`MetricsSnapshot`], named here), the RPC server and the statement methods theirs
+//! (named here), and gossip its metric families ([`statement_network::metrics::Family`],
+//! named there); the node renders them all with [`render`], each series labelled
+//! `chain="<chain spec id>"` as a Substrate node labels them.
+//!
+//! Every name a dashboard written for upstream's node queries is exported under upstream's
+//! name, type, labels and buckets (docs/grafana/, README's metrics section); the node's own
+//! extra metrics keep the `substrate_statement_store_*` and `statement_network_*` names.
 
 use crate::error::Error;
 use statement_network::{
 	metrics::{Family, Kind, Reading, Sample},
 	Network,
 };
+use statement_primitives::{INVALID_LABELS, REJECTION_LABELS};
 use statement_rpc::metrics::{
 	RpcMetrics, RpcMetricsSnapshot, SUBMIT_DURATION_BOUNDS, SUBMIT_RESULTS,
 };
-use statement_store::{MetricsSnapshot, Store};
+use statement_rpc_server::{
+	metrics::{self as server_metrics, CALL_TIME_BOUNDS},
+	ServerMetrics, ServerMetricsSnapshot,
+};
+use statement_store::{MetricsSnapshot, Store, DURATION_BOUNDS};
 use std::{fmt::Write, net::SocketAddr, sync::Arc, time::SystemTime};
 use tokio::{
 	io::{AsyncReadExt, AsyncWriteExt},
 	net::TcpListener,
 };
 
+/// Where the endpoint reads what it exports.
+#[derive(Clone)]
+pub struct Sources {
+	/// The store's counters.
+	pub store: Store,
+	/// Gossip's families.
+	pub network: Arc<Network>,
+	/// The statement methods' counters.
+	pub rpc: RpcMetrics,
+	/// The RPC server's counters.
+	pub server: ServerMetrics,
+	/// The chain spec's id, the `chain` label of every series.
+	pub chain: String,
+	/// When the process started.
+	pub started: SystemTime,
+}
+
+impl Sources {
+	/// Every value now, rendered.
+	fn exposition(&self) -> String {
+		let readings = Readings {
+			store: self.store.metrics(),
+			rpc: self.rpc.snapshot(),
+			server: self.server.snapshot(),
+			network: self.network.metrics().families(),
+		};
+		exposition(&self.chain, &readings, self.started)
+	}
+}
+
+/// The values of one scrape.
+struct Readings {
+	store: MetricsSnapshot,
+	rpc: RpcMetricsSnapshot,
+	server: ServerMetricsSnapshot,
+	network: Vec<Family>,
+}
+
 /// Serve metrics on `addr` until the task is dropped.
-pub async fn serve(
-	listener: TcpListener,
-	store: Store,
-	network: Arc<Network>,
-	rpc: RpcMetrics,
-	started: SystemTime,
-) {
+pub async fn serve(listener: TcpListener, sources: Sources) {
 	loop {
 		let mut stream = match listener.accept().await {
 			Ok((stream, _)) => stream,
@@ -38,21 +80,14 @@ pub async fn serve(
 				continue;
 			}
 		};
-		let store = store.clone();
-		let network = network.clone();
-		let rpc = rpc.clone();
+		let sources = sources.clone();
 		tokio::spawn(async move {
 			let mut request = [0u8; 1024];
 			// A scraper that hung up before asking needs no answer.
 			let Ok(read) = stream.read(&mut request).await else { return };
 			let head = String::from_utf8_lossy(&request[..read]);
 			let response = if head.starts_with("GET /metrics ") {
-				let body = exposition(
-					&store.metrics(),
-					&rpc.snapshot(),
-					network.metrics().families(),
-					started,
-				);
+				let body = sources.exposition();
 				format!(
 					"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
 					body.len()
@@ -74,18 +109,85 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 	TcpListener::bind(addr).await.map_err(|source| Error::Metrics { addr, source })
 }
 
-/// The whole `/metrics` body: the process's and the store's metrics, the RPC's, then
-/// gossip's.
-fn exposition(
-	store: &MetricsSnapshot,
-	rpc: &RpcMetricsSnapshot,
-	network: Vec<Family>,
-	started: SystemTime,
-) -> String {
-	let mut families = store_families(store, started);
-	families.extend(rpc_families(rpc));
-	families.extend(network);
-	render(&families)
+/// The whole `/metrics` body: the process's and the store's metrics, the statement methods',
+/// the RPC server's, then gossip's; every series labelled `chain`.
+fn exposition(chain: &str, readings: &Readings, started: SystemTime) -> String {
+	let mut families = store_families(&readings.store, started);
+	families.extend(rpc_families(&readings.rpc));
+	families.extend(server_families(&readings.server));
+	families.extend(readings.network.iter().cloned());
+	render(&families, chain)
+}
+
+/// Upstream's RPC server metrics (`substrate_rpc_*`).
+fn server_families(server: &ServerMetricsSnapshot) -> Vec<Family> {
+	let histogram = |histogram: &server_metrics::Histogram, bounds: &[f64]| Reading::Histogram {
+		buckets: bounds.iter().copied().zip(histogram.buckets).collect(),
+		sum: histogram.sum,
+		count: histogram.count,
+	};
+	let mut started = Vec::new();
+	let mut finished = Vec::new();
+	let mut time = Vec::new();
+	for ((protocol, method), calls) in &server.calls {
+		let (protocol, method) = (protocol.label(), *method);
+		started.push(Sample::value(&[("protocol", protocol), ("method", method)], calls.started));
+		for (is_error, count) in [("false", calls.succeeded), ("true", calls.failed)] {
+			let labels = [
+				("protocol", protocol),
+				("method", method),
+				("is_error", is_error),
+				("is_rate_limited", "false"),
+			];
+			finished.push(Sample::value(&labels, count));
+		}
+		time.push(Sample {
+			labels: vec![("protocol", protocol), ("method", method), ("is_rate_limited", "false")],
+			reading: histogram(&calls.time, &CALL_TIME_BOUNDS),
+		});
+	}
+	let one = |value| vec![Sample::value(&[], value)];
+	vec![
+		Family {
+			name: "substrate_rpc_calls_started",
+			help: "Number of received RPC calls (unique un-batched requests).",
+			kind: Kind::Counter,
+			samples: started,
+		},
+		Family {
+			name: "substrate_rpc_calls_finished",
+			help: "Number of processed RPC calls (unique un-batched requests).",
+			kind: Kind::Counter,
+			samples: finished,
+		},
+		Family {
+			name: "substrate_rpc_calls_time",
+			help: "Total time [μs] of processed RPC calls.",
+			kind: Kind::Histogram,
+			samples: time,
+		},
+		Family {
+			name: "substrate_rpc_sessions_opened",
+			help: "Number of persistent RPC sessions opened.",
+			kind: Kind::Counter,
+			samples: one(server.sessions_opened),
+		},
+		Family {
+			name: "substrate_rpc_sessions_closed",
+			help: "Number of persistent RPC sessions closed.",
+			kind: Kind::Counter,
+			samples: one(server.sessions_closed),
+		},
+		Family {
+			name: "substrate_rpc_sessions_time",
+			help: "Total time [s] for each websocket session.",
+			kind: Kind::Histogram,
+			samples: vec![Sample {
+				labels: vec![("protocol", "ws")],
+				reading: histogram(&server.session_time, &CALL_TIME_BOUNDS),
+			}],
+		},
+	]
 }
 
 /// The statement methods' metrics, under upstream's names.
@@ -135,8 +237,9 @@ fn rpc_families(rpc: &RpcMetricsSnapshot) -> Vec<Family> {
 }
 
 /// `families` in Prometheus' text exposition format (version 0.0.4): `# HELP` and `# TYPE`,
-/// then each series; a histogram's as cumulative `_bucket`s (`+Inf` last), `_sum`, `_count`.
-fn render(families: &[Family]) -> String {
+/// then each series, `chain` its first label; a histogram's as cumulative `_bucket`s (`+Inf`
+/// last), `_sum`, `_count`.
+fn render(families: &[Family], chain: &str) -> String {
 	let mut out = String::new();
 	for family in families {
 		let name = family.name;
@@ -148,7 +251,9 @@ fn render(families: &[Family]) -> String {
 		// Writing to a String cannot fail.
 		let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} {kind}", family.help);
 		for sample in &family.samples {
-			let labels = &sample.labels;
+			let labels: Vec<(&str, &str)> =
+				std::iter::once(("chain", chain)).chain(sample.labels.iter().copied()).collect();
+			let labels = &labels;
 			match &sample.reading {
 				Reading::Value(value) => {
 					let _ = writeln!(out, "{name}{} {value}", braces(labels, None));
@@ -184,7 +289,8 @@ fn braces(labels: &[(&str, &str)], le: Option<&str>) -> String {
 	}
 }
 
-/// The process's start time and the store's counters, under the node's names.
+/// The process's start time and the store's counters: upstream's families under upstream's
+/// names, then the node's own.
 fn store_families(metrics: &MetricsSnapshot, started: SystemTime) -> Vec<Family> {
 	use Kind::{Counter, Gauge};
 	let start = started.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |since| since.as_secs());
@@ -194,23 +300,117 @@ fn store_families(metrics: &MetricsSnapshot, started: SystemTime) -> Vec<Family>
 		kind,
 		samples: vec![Sample::value(&[], value)],
 	};
-	let submits = metrics
-		.submits
-		.iter()
-		.map(|(outcome, count)| Sample::value(&[("outcome", *outcome)], *count))
-		.collect();
-	// Upstream's name for the admitted count, which its network tests read.
-	let admitted = metrics.submits.get("new").copied().unwrap_or(0);
+	let outcome = |label: &str| metrics.submits.get(label).copied().unwrap_or(0);
+	// Every label value a family can take, at zero until it happens, so that a rate over it
+	// reads 0 rather than nothing.
+	let by = |label: &'static str, values: &[&'static str], count: &dyn Fn(&str) -> u64| {
+		values.iter().map(|value| Sample::value(&[(label, *value)], count(value))).collect()
+	};
+	let internal = |source: &str| metrics.internal_errors.get(source).copied().unwrap_or(0);
+	let duration = |reading: &Option<Reading>| Sample {
+		labels: Vec::new(),
+		reading: reading.clone().unwrap_or_else(|| Reading::Histogram {
+			buckets: DURATION_BOUNDS.iter().map(|bound| (*bound, 0)).collect(),
+			sum: 0.0,
+			count: 0,
+		}),
+	};
 	vec![
 		one("substrate_process_start_time_seconds", Gauge, "Unix time the process started.", start),
-		one("substrate_statement_store_statements", Gauge, "Statements stored.", metrics.statements),
-		one("substrate_statement_store_bytes", Gauge, "Encoded bytes stored.", metrics.bytes),
 		one(
-			"substrate_statement_store_expired_total",
+			"substrate_sub_statement_store_statements_total",
+			Gauge,
+			"Current number of statements in the store.",
+			metrics.statements,
+		),
+		one(
+			"substrate_sub_statement_store_bytes_total",
+			Gauge,
+			"Current total size of the stored statements, encoded, in bytes (the size the \
+			 store's limit counts).",
+			metrics.bytes,
+		),
+		one(
+			"substrate_sub_statement_store_accounts_total",
+			Gauge,
+			"Current number of unique accounts with statements.",
+			metrics.accounts,
+		),
+		one(
+			"substrate_sub_statement_store_expired_total",
+			Gauge,
+			"Current number of removed statements (expired, evicted or replaced) whose hashes \
+			 are kept, refused, until they are purged.",
+			metrics.bans,
+		),
+		one(
+			"substrate_sub_statement_store_capacity_statements",
+			Gauge,
+			"Maximum number of statements the store can hold.",
+			metrics.capacity_statements,
+		),
+		one(
+			"substrate_sub_statement_store_capacity_bytes",
+			Gauge,
+			"Maximum total size of the stored statements, encoded, in bytes.",
+			metrics.capacity_bytes,
+		),
+		one(
+			"substrate_sub_statement_store_submitted_statements",
 			Counter,
-			"Statements removed on expiry.",
+			"Total number of new statements accepted into the store (from RPC and gossip).",
+			outcome("new"),
+		),
+		Family {
+			name: "substrate_sub_statement_store_known_statements_total",
+			help: "Submissions of statements already stored (known) or seen and since removed \
+			       (known_expired).",
+			kind: Counter,
+			samples: by("state", &["known", "known_expired"], &outcome),
+		},
+		Family {
+			name: "substrate_sub_statement_store_validations_invalid",
+			help: "Statement validation failures during submission, by reason.",
+			kind: Counter,
+			samples: by("reason", &INVALID_LABELS, &outcome),
+		},
+		Family {
+			name: "substrate_sub_statement_store_rejections_total",
+			help: "Statement rejections by reason.",
+			kind: Counter,
+			samples: by("reason", &REJECTION_LABELS, &outcome),
+		},
+		Family {
+			name: "substrate_sub_statement_store_internal_errors_total",
+			help: "Submissions the store failed, by where (read_allowance, db_read, db_commit).",
+			kind: Counter,
+			samples: by("source", &["read_allowance", "db_read", "db_commit"], &internal),
+		},
+		one(
+			"substrate_sub_statement_store_statements_expired_total",
+			Counter,
+			"Total number of statements that expired and were removed; the hash is kept \
+			 (banned) until the ban period ends.",
 			metrics.expired,
 		),
+		one(
+			"substrate_sub_statement_store_statements_pruned_total",
+			Counter,
+			"Bans of removed statements lifted after the ban period.",
+			metrics.bans_purged,
+		),
+		Family {
+			name: "substrate_sub_statement_store_submit_duration_seconds",
+			help: "Time to submit a statement to the store (checks, proof, allowance, commit).",
+			kind: Kind::Histogram,
+			samples: vec![duration(&metrics.submit_duration)],
+		},
+		Family {
+			name: "substrate_sub_statement_store_check_expiration_duration_seconds",
+			help: "Time of one maintenance pass removing expired statements.",
+			kind: Kind::Histogram,
+			samples: vec![duration(&metrics.expiry_duration)],
+		},
 		one("substrate_statement_store_evicted_total", Counter, "Statements evicted.", metrics.evicted),
 		one(
 			"substrate_statement_store_cache_hits_total",
@@ -281,18 +481,6 @@ fn store_families(metrics: &MetricsSnapshot, started: SystemTime) -> Vec<Family>
 			"1 while free disk space is below the reserve and new statements are refused.",
 			u64::from(metrics.disk_low),
 		),
-		Family {
-			name: "substrate_statement_store_submits_total",
-			help: "Submissions by outcome.",
-			kind: Counter,
-			samples: submits,
-		},
-		one(
-			"substrate_sub_statement_store_submitted_statements",
-			Counter,
-			"Statements admitted as new.",
-			admitted,
-		),
 	]
 }
 
@@ -311,7 +499,21 @@ mod tests {
 			expired: 3,
 			evicted: 4,
 			corrupt: 5,
-			submits: [("new", 6), ("known", 7), ("account_full", 8)].into_iter().collect(),
+			submits: [("new", 6), ("known", 7), ("account_full", 8), ("bad_proof", 18)]
+				.into_iter()
+				.collect(),
+			internal_errors: [("db_commit", 19)].into_iter().collect(),
+			bans_purged: 50,
+			accounts: 51,
+			bans: 52,
+			capacity_statements: 53,
+			capacity_bytes: 54,
+			submit_duration: Some(Reading::Histogram {
+				buckets: DURATION_BOUNDS.iter().zip(55..).map(|(bound, n)| (*bound, n)).collect(),
+				sum: 0.5,
+				count: 62,
+			}),
+			expiry_duration: None,
 			cache_hits: 9,
 			cache_misses: 10,
 			cache_bytes: 11,
@@ -352,12 +554,15 @@ mod tests {
 			&network.failed_network,
 			&network.failed_timeout,
 			&network.outbox_full,
+			&network.undelivered_network,
+			&network.undelivered_timeout,
+			&network.undelivered_outbox_full,
 		];
 		for (at, value) in values.into_iter().enumerate() {
 			value.set(20 + at as u64);
 		}
-		network.chunks.observe(3.0);
-		network.chunks.observe(700.0);
+		network.propagation_chunks.observe(3.0);
+		network.initial_sync_chunks.observe(700.0);
 		network.send_latency.observe(0.0025);
 		network.initial_sync_completed.observe(12.5);
 		network.initial_sync_abandoned.observe(4000.0);
@@ -370,27 +575,85 @@ mod tests {
 			subscribes_error: 48,
 			active_subscriptions: 49,
 		};
+		let time = |n: u64| server_metrics::Histogram {
+			buckets: std::array::from_fn(|at| n + at as u64),
+			sum: n as f64 * 10.0,
+			count: n + 20,
+		};
+		let calls = |n: u64| server_metrics::Calls {
+			started: n,
+			succeeded: n + 1,
+			failed: n + 2,
+			time: time(n + 3),
+		};
+		let server = ServerMetricsSnapshot {
+			calls: [
+				((server_metrics::Protocol::Http, "statement_submit"), calls(70)),
+				((server_metrics::Protocol::Ws, server_metrics::UNKNOWN_METHOD), calls(80)),
+			]
+			.into_iter()
+			.collect(),
+			sessions_opened: 90,
+			sessions_closed: 91,
+			session_time: time(92),
+		};
 		let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-		exposition(&store, &rpc, network.families(), started)
+		let readings = Readings { store, rpc, server, network: network.families() };
+		exposition("dev", &readings, started)
 	}
 
 	#[test]
 	fn the_exposition_is_byte_for_byte_the_one_scrapers_know() {
 		let expected = include_str!("../tests/common/metrics.prom");
 		let body = sample();
+		// After a deliberate change of names, labels or buckets, rewrite the fixture with
+		// `UPDATE_METRICS_FIXTURE=1 cargo test -p statement-node the_exposition`, and review
+		// its diff: scrapers and dashboards read these lines.
+		if std::env::var_os("UPDATE_METRICS_FIXTURE").is_some() {
+			let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/metrics.prom");
+			std::fs::write(path, &body).unwrap();
+		}
 		for (at, (got, want)) in body.lines().zip(expected.lines()).enumerate() {
 			assert_eq!(got, want, "line {}", at + 1);
 		}
 		assert_eq!(body, expected);
 	}
 
+	/// The family names of the exposition `body` that `readme` does not name (in backticks).
+	fn unlisted<'a>(body: &'a str, readme: &str) -> Vec<&'a str> {
+		body.lines()
+			.filter_map(|line| line.strip_prefix("# TYPE ")?.split(' ').next())
+			.filter(|name| !readme.contains(&format!("`{name}`")))
+			.collect()
+	}
+
+	#[test]
+	fn the_readme_lists_every_metric_the_node_exports() {
+		let readme = include_str!("../../README.md");
+		assert_eq!(unlisted(&sample(), readme), Vec::<&str>::new(), "README's Metrics section");
+		let planted = "# TYPE substrate_sub_statement_store_made_up gauge\n";
+		assert_eq!(unlisted(planted, readme), ["substrate_sub_statement_store_made_up"]);
+	}
+
 	#[test]
 	fn every_metric_keeps_its_name_and_type() {
 		let types: Vec<(&str, &str)> = [
 			("substrate_process_start_time_seconds", "gauge"),
-			("substrate_statement_store_statements", "gauge"),
-			("substrate_statement_store_bytes", "gauge"),
-			("substrate_statement_store_expired_total", "counter"),
+			("substrate_sub_statement_store_statements_total", "gauge"),
+			("substrate_sub_statement_store_bytes_total", "gauge"),
+			("substrate_sub_statement_store_accounts_total", "gauge"),
+			("substrate_sub_statement_store_expired_total", "gauge"),
+			("substrate_sub_statement_store_capacity_statements", "gauge"),
+			("substrate_sub_statement_store_capacity_bytes", "gauge"),
+			("substrate_sub_statement_store_submitted_statements", "counter"),
+			("substrate_sub_statement_store_known_statements_total", "counter"),
+			("substrate_sub_statement_store_validations_invalid", "counter"),
+			("substrate_sub_statement_store_rejections_total", "counter"),
+			("substrate_sub_statement_store_internal_errors_total", "counter"),
+			("substrate_sub_statement_store_statements_expired_total", "counter"),
+			("substrate_sub_statement_store_statements_pruned_total", "counter"),
+			("substrate_sub_statement_store_submit_duration_seconds", "histogram"),
+			("substrate_sub_statement_store_check_expiration_duration_seconds", "histogram"),
 			("substrate_statement_store_evicted_total", "counter"),
 			("substrate_statement_store_cache_hits_total", "counter"),
 			("substrate_statement_store_cache_misses_total", "counter"),
@@ -403,12 +666,16 @@ mod tests {
 			("substrate_statement_store_corrupt_total", "counter"),
 			("substrate_statement_store_disk_free_bytes", "gauge"),
 			("substrate_statement_store_disk_space_low", "gauge"),
-			("substrate_statement_store_submits_total", "counter"),
-			("substrate_sub_statement_store_submitted_statements", "counter"),
 			("substrate_sub_statement_store_rpc_submit_calls_total", "counter"),
 			("substrate_sub_statement_store_rpc_submit_duration_seconds", "histogram"),
 			("substrate_sub_statement_store_rpc_subscribe_calls_total", "counter"),
 			("substrate_sub_statement_store_rpc_active_subscriptions", "gauge"),
+			("substrate_rpc_calls_started", "counter"),
+			("substrate_rpc_calls_finished", "counter"),
+			("substrate_rpc_calls_time", "histogram"),
+			("substrate_rpc_sessions_opened", "counter"),
+			("substrate_rpc_sessions_closed", "counter"),
+			("substrate_rpc_sessions_time", "histogram"),
 			("substrate_sub_libp2p_peers_count", "gauge"),
 			("statement_network_discovered_peers", "gauge"),
 			("substrate_sync_propagated_statements", "counter"),
@@ -433,6 +700,7 @@ mod tests {
 			("statement_network_inbound_refused_total", "counter"),
 			("substrate_sync_statement_peers_connected", "gauge"),
 			("substrate_sync_statement_send_failures_total", "counter"),
+			("substrate_sync_statement_undelivered_total", "counter"),
 			("substrate_sync_propagated_statements_chunks", "histogram"),
 			("substrate_sync_statement_sent_latency_seconds", "histogram"),
 			("substrate_sync_initial_sync_duration_seconds", "histogram"),

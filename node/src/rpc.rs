@@ -101,12 +101,17 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 	Ok(module)
 }
 
-/// Start serving; the returned handle stops the server.
-pub async fn start(store: Store, config: RpcConfig) -> Result<(ServerHandle, SocketAddr), Error> {
+/// Start serving; the returned handle stops the server. Also the address served and what the
+/// server counts (for the metrics endpoint).
+pub async fn start(
+	store: Store,
+	config: RpcConfig,
+) -> Result<(ServerHandle, SocketAddr, statement_rpc_server::ServerMetrics), Error> {
 	let rpc_error = |source| Error::Rpc { addr: config.addr, source };
 	let server = Server::bind(config.addr, config.server.clone()).await.map_err(rpc_error)?;
 	let addr = server.local_addr().map_err(rpc_error)?;
 	// Built before the server serves, so that a collision stops the node before it serves.
 	let methods = module(store, &config)?;
-	Ok((server.start(methods), addr))
+	let metrics = server.metrics();
+	Ok((server.start(methods), addr, metrics))
 }

@@ -154,7 +154,7 @@ async fn run_async(
 		v2_subscriptions_per_connection: cmd.statement_rpc_subscriptions_per_connection,
 		statement_metrics: statement_rpc::metrics::RpcMetrics::default(),
 	};
-	let served = serve(&cmd, rpc_config, &store, &network, started, shutdown).await;
+	let served = serve(&cmd, rpc_config, &store, &network, (&spec.id, started), shutdown).await;
 	maintenance.abort();
 	// Gossip's threads hold the store: stop them, and wait, before the store closes; on every
 	// path, or a temporary base path would be deleted under a store still writing into it.
@@ -188,26 +188,33 @@ async fn serve(
 	rpc_config: rpc::RpcConfig,
 	store: &Store,
 	network: &Arc<statement_network::Network>,
-	started: SystemTime,
+	(chain, started): (&str, SystemTime),
 	shutdown: Shutdown,
 ) -> Result<(), Error> {
 	let unsafe_allowed = rpc::allow_unsafe(rpc_config.methods, &rpc_config.addr);
 	let origins = rpc_config.server.cors.to_string();
 	let rpc_metrics = rpc_config.statement_metrics.clone();
-	let (server, rpc_addr) = rpc::start(store.clone(), rpc_config).await?;
+	let (server, rpc_addr, server_metrics) = rpc::start(store.clone(), rpc_config).await?;
 	log::info!(
 		"Running JSON-RPC server: addr={rpc_addr}, unsafe methods {}, allowed origins={origins}",
 		if unsafe_allowed { "allowed" } else { "refused" }
 	);
 
-	let (metrics_task, metrics_addr) =
-		match start_metrics(cmd, store, network, rpc_metrics, started).await {
-			Ok(started) => started.unzip(),
-			Err(err) => {
-				stop_rpc(server).await;
-				return Err(err);
-			}
-		};
+	let sources = prometheus::Sources {
+		store: store.clone(),
+		network: network.clone(),
+		rpc: rpc_metrics,
+		server: server_metrics,
+		chain: chain.to_string(),
+		started,
+	};
+	let (metrics_task, metrics_addr) = match start_metrics(cmd, sources).await {
+		Ok(started) => started.unzip(),
+		Err(err) => {
+			stop_rpc(server).await;
+			return Err(err);
+		}
+	};
 	let ready = Ready { rpc: rpc_addr, prometheus: metrics_addr, store, network: network.as_ref() };
 	if let Some(path) = &cmd.ready_file {
 		if let Err(err) = ready.write(path) {
@@ -269,10 +276,7 @@ impl Ready<'_> {
 /// The Prometheus endpoint's task and address, unless `--no-prometheus`.
 async fn start_metrics(
 	cmd: &RunCmd,
-	store: &Store,
-	network: &Arc<statement_network::Network>,
-	rpc: statement_rpc::metrics::RpcMetrics,
-	started: SystemTime,
+	sources: prometheus::Sources,
 ) -> Result<Option<(tokio::task::JoinHandle<()>, SocketAddr)>, Error> {
 	if cmd.no_prometheus {
 		return Ok(None);
@@ -286,8 +290,7 @@ async fn start_metrics(
 	let listener = prometheus::bind(asked).await?;
 	let addr = listener.local_addr().map_err(|source| Error::Metrics { addr: asked, source })?;
 	log::info!("Prometheus exporter started at {addr}/metrics");
-	let task =
-		tokio::spawn(prometheus::serve(listener, store.clone(), network.clone(), rpc, started));
+	let task = tokio::spawn(prometheus::serve(listener, sources));
 	Ok(Some((task, addr)))
 }
 

@@ -265,7 +265,9 @@ async fn the_readiness_file_names_what_the_node_serves_and_goes_at_a_clean_stop(
 		http.request("system_localListenAddresses", rpc_params![]).await.unwrap();
 	assert_eq!(ready.listen, listen);
 	let metrics = ready.prometheus.expect("metrics are served");
-	assert!(Metrics::scrape(metrics.port()).unwrap().has("substrate_statement_store_statements"));
+	assert!(Metrics::scrape(metrics.port())
+		.unwrap()
+		.has("substrate_sub_statement_store_statements_total"));
 	assert!(node.stop().unwrap().success());
 	assert!(!path.exists(), "the readiness file outlived the node");
 }
@@ -518,7 +520,10 @@ fn prometheus_serves_process_and_store_metrics() {
 	stream.read_to_string(&mut body).unwrap();
 	assert!(body.starts_with("HTTP/1.1 200"), "{body}");
 	assert!(body.contains("substrate_process_start_time_seconds"), "{body}");
-	assert!(body.contains("substrate_statement_store_statements 0"), "{body}");
+	assert!(
+		body.contains("substrate_sub_statement_store_statements_total{chain=\"dev\"} 0"),
+		"{body}"
+	);
 }
 
 fn vectors_path() -> PathBuf {

@@ -10,7 +10,7 @@ pub mod names {
 	/// Peers with an open statement stream, as Substrate names the gauge.
 	pub const PEERS: &str = "substrate_sub_libp2p_peers_count";
 	/// Statements in the store.
-	pub const STATEMENTS: &str = "substrate_statement_store_statements";
+	pub const STATEMENTS: &str = "substrate_sub_statement_store_statements_total";
 	/// Subscriptions the store holds open.
 	pub const SUBSCRIPTIONS: &str = "substrate_statement_store_subscriptions";
 	/// Statements the store admitted as new (from RPC or from peers) since the node started.

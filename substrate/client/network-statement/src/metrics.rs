@@ -1,142 +1,16 @@
 //! Gossip metrics, under the reference's names: counted here, handed out as [`Family`] values
-//! ([`Metrics::families`]); the node renders them in Prometheus' text format.
+//! ([`Metrics::families`]); the node renders them in Prometheus' text format. The value types
+//! are the workspace's one set, `statement_primitives::metrics`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+pub use statement_primitives::metrics::{Family, Histogram, Kind, Reading, Sample, Value};
 
-/// One metric as Prometheus knows it: a name, what it means, its type and its series.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Family {
-	/// The metric's name.
-	pub name: &'static str,
-	/// What it counts (Prometheus' `# HELP`).
-	pub help: &'static str,
-	/// Its type (Prometheus' `# TYPE`).
-	pub kind: Kind,
-	/// Its series, in the order they are shown.
-	pub samples: Vec<Sample>,
-}
-
-/// A metric's type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-	/// Only ever grows.
-	Counter,
-	/// Goes up and down.
-	Gauge,
-	/// Observations counted into buckets.
-	Histogram,
-}
-
-/// One series of a [`Family`]: its labels and its reading.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sample {
-	/// Label names and values (plain identifiers, nothing to escape).
-	pub labels: Vec<(&'static str, &'static str)>,
-	/// The reading.
-	pub reading: Reading,
-}
-
-/// What a series reads.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reading {
-	/// A counter's or a gauge's value.
-	Value(u64),
-	/// A histogram's cumulative counts.
-	Histogram {
-		/// Each upper bound and the observations at or under it.
-		buckets: Vec<(f64, u64)>,
-		/// Sum of the observations.
-		sum: f64,
-		/// Number of observations.
-		count: u64,
-	},
-}
-
-impl Family {
-	/// A family of one unlabelled series.
-	fn one(name: &'static str, kind: Kind, help: &'static str, value: u64) -> Family {
-		Family { name, help, kind, samples: vec![Sample::value(&[], value)] }
-	}
-}
-
-impl Sample {
-	/// A counter's or gauge's series with `labels`.
-	pub fn value(labels: &[(&'static str, &'static str)], value: u64) -> Sample {
-		Sample { labels: labels.to_vec(), reading: Reading::Value(value) }
-	}
-}
-
-/// A counter or gauge.
-#[derive(Default, Debug)]
-pub struct Value(AtomicU64);
-
-impl Value {
-	/// Add `n`.
-	pub fn add(&self, n: u64) {
-		self.0.fetch_add(n, Ordering::Relaxed);
-	}
-
-	/// Set to `n` (gauges).
-	pub fn set(&self, n: u64) {
-		self.0.store(n, Ordering::Relaxed);
-	}
-
-	/// The value.
-	pub fn get(&self) -> u64 {
-		self.0.load(Ordering::Relaxed)
-	}
-}
-
-/// A histogram with fixed upper bounds.
-#[derive(Debug)]
-pub struct Histogram {
-	bounds: &'static [f64],
-	buckets: Vec<AtomicU64>,
-	count: AtomicU64,
-	/// Sum of the observations, in millionths.
-	sum_micros: AtomicU64,
-}
-
-impl Histogram {
-	fn new(bounds: &'static [f64]) -> Self {
-		Histogram {
-			bounds,
-			buckets: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
-			count: AtomicU64::new(0),
-			sum_micros: AtomicU64::new(0),
-		}
-	}
-
-	/// Record one observation.
-	pub fn observe(&self, value: f64) {
-		for (bound, bucket) in self.bounds.iter().zip(&self.buckets) {
-			if value <= *bound {
-				bucket.fetch_add(1, Ordering::Relaxed);
-			}
-		}
-		self.count.fetch_add(1, Ordering::Relaxed);
-		self.sum_micros.fetch_add((value * 1e6) as u64, Ordering::Relaxed);
-	}
-
-	fn sample(&self, labels: &[(&'static str, &'static str)]) -> Sample {
-		let buckets = self
-			.bounds
-			.iter()
-			.zip(&self.buckets)
-			.map(|(bound, bucket)| (*bound, bucket.load(Ordering::Relaxed)))
-			.collect();
-		let reading = Reading::Histogram {
-			buckets,
-			sum: self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6,
-			count: self.count.load(Ordering::Relaxed),
-		};
-		Sample { labels: labels.to_vec(), reading }
-	}
-}
-
-const CHUNK_BOUNDS: &[f64] = &[1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 9708.0];
-const LATENCY_BOUNDS: &[f64] = &[0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0];
-const SYNC_BOUNDS: &[f64] = &[0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0];
+// The reference's buckets, so that its dashboards' quantiles read the same: statements per
+// notification 1, 2, 4 ... 8192 (`exponential_buckets(1.0, 2.0, 14)`); send latency 1 us to
+// 1 s; initial syncs 10 ms to 60 s.
+const CHUNK_BOUNDS: &[f64] =
+	&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0];
+const LATENCY_BOUNDS: &[f64] = &[0.000_001, 0.000_01, 0.000_1, 0.001, 0.01, 0.1, 1.0];
+const SYNC_BOUNDS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
 /// Everything gossip counts.
 #[derive(Debug)]
@@ -147,8 +21,10 @@ pub struct Metrics {
 	pub known_received: Value,
 	/// Statements too large for a notification of their own.
 	pub skipped_oversized: Value,
-	/// Statements per notification sent.
-	pub chunks: Histogram,
+	/// Statements per propagation notification sent.
+	pub propagation_chunks: Histogram,
+	/// Statements per initial-sync notification sent.
+	pub initial_sync_chunks: Histogram,
 	/// Received statements waiting for validation (gauge).
 	pub pending_validations: Value,
 	/// Received statements dropped because the validation queue was full.
@@ -189,6 +65,12 @@ pub struct Metrics {
 	pub failed_timeout: Value,
 	/// Statements dropped from a full outbox.
 	pub outbox_full: Value,
+	/// Statements a failed notification carried: the connection went.
+	pub undelivered_network: Value,
+	/// Statements a notification that timed out carried.
+	pub undelivered_timeout: Value,
+	/// Statements dropped from a full outbox (as `outbox_full`, under the statement count).
+	pub undelivered_outbox_full: Value,
 	/// Undecodable notifications received.
 	pub bad_notifications: Value,
 	/// Statements received whose proof or form the store refused.
@@ -211,7 +93,8 @@ impl Default for Metrics {
 			propagated: Value::default(),
 			known_received: Value::default(),
 			skipped_oversized: Value::default(),
-			chunks: Histogram::new(CHUNK_BOUNDS),
+			propagation_chunks: Histogram::new(CHUNK_BOUNDS),
+			initial_sync_chunks: Histogram::new(CHUNK_BOUNDS),
 			pending_validations: Value::default(),
 			ignored: Value::default(),
 			peers: Value::default(),
@@ -232,6 +115,9 @@ impl Default for Metrics {
 			failed_network: Value::default(),
 			failed_timeout: Value::default(),
 			outbox_full: Value::default(),
+			undelivered_network: Value::default(),
+			undelivered_timeout: Value::default(),
+			undelivered_outbox_full: Value::default(),
 			bad_notifications: Value::default(),
 			invalid_received: Value::default(),
 			peers_banned: Value::default(),
@@ -409,11 +295,27 @@ impl Metrics {
 			.map(|(reason, value)| Sample::value(&[("reason", reason)], value.get()))
 			.collect(),
 		});
+		families.push(Family {
+			name: "substrate_sync_statement_undelivered_total",
+			help: "Statements not delivered to a peer, by reason.",
+			kind: Counter,
+			samples: [
+				("network", &self.undelivered_network),
+				("timeout", &self.undelivered_timeout),
+				("outbox_full", &self.undelivered_outbox_full),
+			]
+			.into_iter()
+			.map(|(reason, value)| Sample::value(&[("reason", reason)], value.get()))
+			.collect(),
+		});
 		let histogram = |name, help, samples| Family { name, help, kind: Kind::Histogram, samples };
 		families.push(histogram(
 			"substrate_sync_propagated_statements_chunks",
-			"Statements per notification sent.",
-			vec![self.chunks.sample(&[])],
+			"Statements per notification sent, by send path: propagation or initial_sync.",
+			vec![
+				self.propagation_chunks.sample(&[("kind", "propagation")]),
+				self.initial_sync_chunks.sample(&[("kind", "initial_sync")]),
+			],
 		));
 		families.push(histogram(
 			"substrate_sync_statement_sent_latency_seconds",
@@ -444,7 +346,7 @@ mod tests {
 	fn metrics_are_handed_out_under_the_reference_names() {
 		let metrics = Metrics::default();
 		metrics.flooding_detected.add(2);
-		metrics.chunks.observe(3.0);
+		metrics.propagation_chunks.observe(3.0);
 		let families = metrics.families();
 		let flooding = family(&families, "substrate_sync_statement_flooding_detected");
 		assert_eq!(flooding.kind, Kind::Counter);
@@ -453,7 +355,9 @@ mod tests {
 		let Reading::Histogram { buckets, count, .. } = &chunks.reading else {
 			panic!("{chunks:?}")
 		};
-		assert_eq!((buckets[0], buckets[1], *count), ((1.0, 0), (4.0, 1), 1));
+		assert_eq!(chunks.labels, vec![("kind", "propagation")]);
+		assert_eq!((buckets[1], buckets[2], *count), ((2.0, 0), (4.0, 1), 1));
+		assert_eq!(buckets.len(), 14);
 		let syncs = family(&families, "substrate_sync_initial_sync_duration_seconds");
 		assert_eq!(syncs.samples[0].labels, vec![("outcome", "completed")]);
 		assert!(matches!(syncs.samples[0].reading, Reading::Histogram { count: 0, .. }));

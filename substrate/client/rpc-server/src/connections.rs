@@ -25,6 +25,7 @@
 //! its connection is closed it reads as end-of-stream and refuses writes, which ends the HTTP
 //! connection or the WebSocket task above it, and dropping it frees the slot.
 
+use crate::metrics::ServerMetrics;
 use std::{
 	collections::HashMap,
 	io,
@@ -53,6 +54,7 @@ struct Shared {
 	epoch: Instant,
 	next_id: AtomicU64,
 	open: Mutex<HashMap<u64, Arc<Conn>>>,
+	metrics: ServerMetrics,
 }
 
 /// What the table knows about one connection.
@@ -63,6 +65,10 @@ pub struct Conn {
 	calls: AtomicU32,
 	/// Upgraded to a WebSocket.
 	upgraded: AtomicBool,
+	/// Milliseconds after `epoch` at which it was upgraded.
+	upgraded_at: AtomicU64,
+	/// Where the WebSocket session is counted.
+	metrics: ServerMetrics,
 	/// A WebSocket that has sent a request.
 	session: AtomicBool,
 	/// Milliseconds after `epoch` at which the connection last began to wait for its client.
@@ -90,8 +96,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Connections {
-	/// A table of at most `max` connections that closes any left waiting past `timeout`.
-	pub fn new(max: usize, timeout: Duration) -> Self {
+	/// A table of at most `max` connections that closes any left waiting past `timeout`,
+	/// counting WebSocket sessions in `metrics`.
+	pub fn new(max: usize, timeout: Duration, metrics: ServerMetrics) -> Self {
 		Connections {
 			shared: Arc::new(Shared {
 				max: max.max(1),
@@ -99,6 +106,7 @@ impl Connections {
 				epoch: Instant::now(),
 				next_id: AtomicU64::new(0),
 				open: Mutex::new(HashMap::new()),
+				metrics,
 			}),
 		}
 	}
@@ -121,6 +129,8 @@ impl Connections {
 			epoch: self.shared.epoch,
 			calls: AtomicU32::new(0),
 			upgraded: AtomicBool::new(false),
+			upgraded_at: AtomicU64::new(0),
+			metrics: self.shared.metrics.clone(),
 			session: AtomicBool::new(false),
 			waiting_since: AtomicU64::new(0),
 			closing: AtomicBool::new(false),
@@ -171,9 +181,12 @@ impl Conn {
 			&& !self.is_closing()
 	}
 
+	fn now_ms(&self) -> u64 {
+		u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+	}
+
 	fn start_waiting(&self) {
-		let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-		self.waiting_since.store(now, Ordering::Relaxed);
+		self.waiting_since.store(self.now_ms(), Ordering::Relaxed);
 	}
 
 	/// A request's headers are in: the client now has a full timeout for the body.
@@ -183,7 +196,10 @@ impl Conn {
 
 	/// The connection became a WebSocket: it has a full timeout for its first message.
 	pub fn upgraded(&self) {
-		self.upgraded.store(true, Ordering::Release);
+		self.upgraded_at.store(self.now_ms(), Ordering::Relaxed);
+		if !self.upgraded.swap(true, Ordering::AcqRel) {
+			self.metrics.session_opened();
+		}
 		self.start_waiting();
 	}
 
@@ -238,6 +254,12 @@ impl Slot {
 impl Drop for Slot {
 	fn drop(&mut self) {
 		lock(&self.shared.open).remove(&self.conn.id);
+		// The socket is gone: a WebSocket session ends here.
+		let conn = &self.conn;
+		if conn.upgraded.load(Ordering::Acquire) {
+			let lasted = conn.now_ms().saturating_sub(conn.upgraded_at.load(Ordering::Relaxed));
+			conn.metrics.session_closed(Duration::from_millis(lasted));
+		}
 	}
 }
 
@@ -319,7 +341,7 @@ mod tests {
 	use super::*;
 
 	fn table(max: usize) -> Connections {
-		Connections::new(max, Duration::from_secs(60))
+		Connections::new(max, Duration::from_secs(60), ServerMetrics::default())
 	}
 
 	#[test]
@@ -357,7 +379,7 @@ mod tests {
 
 	#[test]
 	fn only_connections_waiting_past_the_timeout_are_closed() {
-		let table = Connections::new(4, Duration::from_millis(20));
+		let table = Connections::new(4, Duration::from_millis(20), ServerMetrics::default());
 		let waiting = table.admit().unwrap();
 		let busy = table.admit().unwrap();
 		let _call = busy.conn().call_started();

@@ -42,6 +42,10 @@
 //! - `oversized`: a body declared over [`MAX_REQUEST_BYTES`] gets 413 after it is read through
 //!   (up to [`MOST_DRAINED`] bytes), so the client sees the answer, not a reset.
 //!
+//! `metrics` counts and times every call (each call of a batch too) by method and protocol,
+//! and WebSocket sessions, under a Substrate node's `substrate_rpc_*` names
+//! ([`Server::metrics`]).
+//!
 //! `intercept` is the one shape of the layers that answer some requests themselves (origin
 //! refusals, health). WebSockets are pinged every 30 s and closed after 60 s without a pong.
 //!
@@ -57,16 +61,19 @@ mod connections;
 mod cors;
 mod health;
 mod intercept;
+pub mod metrics;
 mod origin;
 mod oversized;
 mod server;
 mod tracking;
 mod transport;
 
+pub use metrics::{ServerMetrics, ServerMetricsSnapshot};
 pub use origin::{AllowedOrigin, Cors, InvalidOrigin};
 pub use oversized::MOST_DRAINED;
 pub use server::{
 	Config, Server, DEFAULT_MAX_ANSWER_BYTES_PER_CONNECTION,
-	DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CONNECTION, MAX_REQUEST_BYTES, SUBSCRIPTION_ID_CHARS,
+	DEFAULT_MAX_CALLS_IN_FLIGHT_PER_CONNECTION, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES,
+	SUBSCRIPTION_ID_CHARS,
 };
 pub use transport::SUBSCRIPTION_OVER_HTTP_CODE;

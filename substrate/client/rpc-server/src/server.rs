@@ -6,6 +6,7 @@ use crate::{
 	cors::{self, OriginGuard},
 	health::HealthProbe,
 	intercept::InterceptLayer,
+	metrics::{MeasureLayer, ServerMetrics},
 	origin::Cors,
 	oversized::OversizedLayer,
 	tracking::{CountCallsLayer, TrackLayer},
@@ -25,6 +26,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Largest request body, and largest WebSocket message, in bytes.
 pub const MAX_REQUEST_BYTES: u32 = 16 * 1024 * 1024;
+
+/// Largest answer, a batch's included, in bytes (jsonrpsee's default, set here so that the
+/// batches [`MeasureLayer`] gathers have the same limit).
+pub const MAX_RESPONSE_BYTES: u32 = 10 * 1024 * 1024;
 
 /// Calls a WebSocket connection may have in flight unless configured otherwise: from when
 /// the request is read until its answer is written. Past it the connection is not read until
@@ -72,12 +77,20 @@ pub struct Config {
 pub struct Server {
 	listener: TcpListener,
 	config: Config,
+	metrics: ServerMetrics,
 }
 
 impl Server {
 	/// Listen on `addr`.
 	pub async fn bind(addr: SocketAddr, config: Config) -> io::Result<Server> {
-		Ok(Server { listener: TcpListener::bind(addr).await?, config })
+		let listener = TcpListener::bind(addr).await?;
+		Ok(Server { listener, config, metrics: ServerMetrics::default() })
+	}
+
+	/// What the server counts: calls by method and protocol, WebSocket sessions (see
+	/// [`crate::metrics`]); the handle stays live after [`Server::start`].
+	pub fn metrics(&self) -> ServerMetrics {
+		self.metrics.clone()
 	}
 
 	/// The address listened on (the port chosen, if `0` was asked for).
@@ -87,8 +100,9 @@ impl Server {
 
 	/// Serve `methods` until the returned handle stops the server.
 	pub fn start(self, methods: impl Into<Methods>) -> ServerHandle {
-		let Server { listener, config } = self;
+		let Server { listener, config, metrics } = self;
 		let methods: Methods = methods.into();
+		metrics.serve(methods.method_names());
 		let server_config = ServerConfig::builder()
 			// Connections are limited by `Connections` below. jsonrpsee's own count (of HTTP
 			// requests in progress and WebSockets) then only bounds HTTP/2 streams; it is set
@@ -97,6 +111,7 @@ impl Server {
 			.max_connections(config.max_connections.saturating_mul(2))
 			.max_subscriptions_per_connection(config.max_subscriptions_per_connection)
 			.max_request_body_size(MAX_REQUEST_BYTES)
+			.max_response_body_size(MAX_RESPONSE_BYTES)
 			// A client that sends without reading is not read either once it has this many
 			// calls, or this many bytes of answers, waiting (vendored jsonrpsee-server).
 			.max_calls_in_flight_per_connection(config.max_calls_in_flight_per_connection)
@@ -114,12 +129,18 @@ impl Server {
 			.build();
 		let rpc_middleware = RpcServiceBuilder::new()
 			.layer(CountCallsLayer)
-			.layer(SubscriptionsNeedWebSocketLayer::new(transport::subscription_methods(&methods)));
+			.layer(SubscriptionsNeedWebSocketLayer::new(transport::subscription_methods(&methods)))
+			// Innermost, so that it sees each call of a batch (and the calls refused above).
+			.layer(MeasureLayer::new(metrics.clone(), MAX_RESPONSE_BYTES));
 		let server = jsonrpsee::server::Server::builder()
 			.set_config(server_config)
 			.set_rpc_middleware(rpc_middleware)
 			.to_service_builder();
-		let connections = Connections::new(config.max_connections as usize, config.request_timeout);
+		let connections = Connections::new(
+			config.max_connections as usize,
+			config.request_timeout,
+			metrics.clone(),
+		);
 		let cors = Arc::new(config.cors);
 		let cors_headers = cors::headers_layer(&cors);
 		let (stop, handle) = stop_channel();

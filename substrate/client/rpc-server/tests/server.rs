@@ -2,9 +2,13 @@
 //! gets without writing any of it (the node's own tests drive the same paths through the node).
 
 use jsonrpsee::{server::ServerHandle, RpcModule};
-use statement_rpc_server::{Config, Cors, Server, MAX_REQUEST_BYTES, SUBSCRIPTION_OVER_HTTP_CODE};
+use statement_rpc_server::{
+	metrics::{Protocol, UNKNOWN_METHOD},
+	Config, Cors, Server, ServerMetrics, MAX_REQUEST_BYTES, SUBSCRIPTION_OVER_HTTP_CODE,
+};
 use statement_test_support::{
 	http::{exchange, post, Answer},
+	wait::{eventually, Check},
 	ws,
 };
 use std::{
@@ -15,6 +19,12 @@ use std::{
 
 /// A server on a free port with `hello`, a subscription, and `system_health` reporting one peer.
 async fn serve(cors: &str, max_connections: u32) -> (ServerHandle, u16) {
+	let (handle, port, _) = serve_measured(cors, max_connections).await;
+	(handle, port)
+}
+
+/// [`serve`], with the server's metrics.
+async fn serve_measured(cors: &str, max_connections: u32) -> (ServerHandle, u16, ServerMetrics) {
 	let mut methods = RpcModule::new(());
 	methods.register_method("hello", |_, _, _| "world").unwrap();
 	methods
@@ -41,7 +51,8 @@ async fn serve(cors: &str, max_connections: u32) -> (ServerHandle, u16) {
 	};
 	let server = Server::bind("127.0.0.1:0".parse().unwrap(), config).await.unwrap();
 	let port = server.local_addr().unwrap().port();
-	(server.start(methods), port)
+	let metrics = server.metrics();
+	(server.start(methods), port, metrics)
 }
 
 const HELLO: &str = r#"{"jsonrpc":"2.0","id":1,"method":"hello"}"#;
@@ -83,6 +94,47 @@ async fn a_subscription_over_plain_http_is_refused_naming_the_websocket_address(
 	assert_eq!(answer["error"]["code"], SUBSCRIPTION_OVER_HTTP_CODE, "{body}");
 	let message = answer["error"]["message"].as_str().unwrap_or_default();
 	assert!(message.contains(&format!("ws://127.0.0.1:{port}")), "{message}");
+	server.stop().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_is_counted_by_protocol_and_method_and_every_websocket_session() {
+	let (server, port, metrics) = serve_measured("all", 8).await;
+	tokio::task::spawn_blocking(move || {
+		assert!(post(port, None, HELLO).body.contains("world"));
+		// A batch: each call counts, a made-up name as `unknown`, an error as an error.
+		let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"hello"},
+			{"jsonrpc":"2.0","id":2,"method":"made_up_42"}]"#;
+		assert!(post(port, None, batch).body.contains("world"));
+		let mut socket = ws::connect(port).unwrap();
+		socket.write_all(&ws::text(HELLO)).unwrap();
+		let (_, answer) = ws::read_message(&mut socket).unwrap();
+		assert!(String::from_utf8_lossy(&answer).contains("world"));
+	})
+	.await
+	.unwrap();
+	let snapshot =
+		eventually("the WebSocket session to be counted closed", Duration::from_secs(30), || {
+			let snapshot = metrics.snapshot();
+			async move {
+				match snapshot.sessions_closed {
+					1 => Check::Met(snapshot),
+					_ => Check::Unmet(format!("{snapshot:?}")),
+				}
+			}
+		})
+		.await
+		.unwrap();
+	let calls = |protocol, method: &'static str| snapshot.calls[&(protocol, method)].clone();
+	let http_hello = calls(Protocol::Http, "hello");
+	assert_eq!((http_hello.started, http_hello.succeeded, http_hello.failed), (2, 2, 0));
+	assert_eq!(http_hello.time.count, 2);
+	let unknown = calls(Protocol::Http, UNKNOWN_METHOD);
+	assert_eq!((unknown.started, unknown.succeeded, unknown.failed), (1, 0, 1));
+	let ws_hello = calls(Protocol::Ws, "hello");
+	assert_eq!((ws_hello.started, ws_hello.succeeded), (1, 1));
+	assert_eq!(snapshot.sessions_opened, 1);
+	assert_eq!(snapshot.session_time.count, 1);
 	server.stop().unwrap();
 }
 

@@ -93,6 +93,28 @@ pub enum Error {
 	Allowance(String),
 }
 
+impl Error {
+	/// Where a submission failed with this error, as upstream's
+	/// `internal_errors_total{source}` names it: `read_allowance` (chain state), `db_commit`
+	/// (writing: the disk, the intent log, parity-db's commit) or `db_read` (reading what is
+	/// stored, damaged values included).
+	pub fn source_label(&self) -> &'static str {
+		match self {
+			Error::Allowance(_) => "read_allowance",
+			Error::Io { .. } | Error::DiskFull { .. } | Error::IntentGap { .. } => "db_commit",
+			Error::Db(_)
+			| Error::Locked(_)
+			| Error::NewerSchema { .. }
+			| Error::Corrupt { .. }
+			| Error::BadValue { .. }
+			| Error::Config(_)
+			| Error::Query(_)
+			| Error::Damaged(_)
+			| Error::Lagged { .. } => "db_read",
+		}
+	}
+}
+
 impl From<parity_db::Error> for Error {
 	/// parity-db's own corruption reports (a bad log record, a table address past its end)
 	/// are damage to the files: they say so, and point to `check-db` and `repair`.

@@ -124,7 +124,7 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use index::schema::Id;
-pub use metrics::MetricsSnapshot;
+pub use metrics::{MetricsSnapshot, DURATION_BOUNDS};
 pub use open::check::{check, repair, CheckReport, RepairReport};
 pub use open::snapshot::SNAPSHOT_FILE;
 pub use store::{StatementsPage, Store};

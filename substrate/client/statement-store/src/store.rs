@@ -92,6 +92,10 @@ impl Store {
 		snapshot.subscriptions_dropped_for_budget = dropped;
 		snapshot.subscriptions_refused_for_budget = refused;
 		(snapshot.disk_free_bytes, snapshot.disk_low) = self.inner.writes.disk_state();
+		snapshot.capacity_statements = self.inner.config.max_total_statements;
+		let tallies = self.inner.writes.tallies();
+		(snapshot.accounts, snapshot.bans) = (tallies.accounts, tallies.bans);
+		snapshot.capacity_bytes = self.inner.config.max_total_size;
 		snapshot
 	}
 

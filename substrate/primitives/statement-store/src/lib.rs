@@ -13,7 +13,7 @@
 //! outcomes of a submission; `store` and `subscription` the trait a store implements and RPC
 //! and gossip call; [`ecies`] encrypts a posted statement's data to its recipient's ed25519
 //! key, as upstream does; `error` the one error type; [`dev`] the well-known development
-//! accounts; `testing` (feature `testing`) builds statements and keys for tests.
+//! accounts; [`metrics`] the values the node exports to Prometheus; `testing` (feature `testing`) builds statements and keys for tests.
 //!
 //! ```
 //! use sp_core::Pair;
@@ -70,6 +70,7 @@ pub mod ecies;
 mod error;
 mod filter;
 mod filters;
+pub mod metrics;
 mod proof;
 mod statement;
 mod store;
@@ -87,7 +88,10 @@ pub use filters::{FilterReplay, FilterSubscription};
 pub use proof::{Proof, SignatureVerificationResult};
 pub use statement::Statement;
 pub use store::{StatementStore, StatementsPage};
-pub use submit::{InvalidReason, RejectionReason, StatementEvent, StatementSource, SubmitResult};
+pub use submit::{
+	InvalidReason, RejectionReason, StatementEvent, StatementSource, SubmitResult, INVALID_LABELS,
+	REJECTION_LABELS,
+};
 pub use subscription::{
 	Encoded, StatementSubscription, SubscriptionFuture, DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 	SUBSCRIPTION_STATE_BYTES,

@@ -105,6 +105,15 @@ pub enum SubmitResult {
 	InternalError(Error),
 }
 
+/// Every [`RejectionReason::label`], in the order the node exports them.
+pub const REJECTION_LABELS: [&str; 5] =
+	["data_too_large", "channel_priority_too_low", "account_full", "store_full", "no_allowance"];
+
+/// The label [`SubmitResult::label`] gives each [`InvalidReason`], in the order the node
+/// exports them.
+pub const INVALID_LABELS: [&str; 4] =
+	["no_proof", "bad_proof", "encoding_too_large", "already_expired"];
+
 impl SubmitResult {
 	/// A short label for metrics.
 	pub fn label(&self) -> &'static str {
@@ -194,5 +203,27 @@ mod tests {
 		assert!(StatementSource::Local.can_be_resubmitted());
 		assert!(StatementSource::Chain.can_be_resubmitted());
 		assert!(!StatementSource::Network.can_be_resubmitted());
+	}
+
+	#[test]
+	fn every_label_is_in_the_exported_lists() {
+		let rejected = [
+			RejectionReason::DataTooLarge { submitted_size: 1, available_size: 0 },
+			RejectionReason::ChannelPriorityTooLow { submitted_expiry: 1, min_expiry: 2 },
+			RejectionReason::AccountFull { submitted_expiry: 1, min_expiry: 2 },
+			RejectionReason::StoreFull,
+			RejectionReason::NoAllowance,
+		];
+		let labels: Vec<&str> = rejected.iter().map(RejectionReason::label).collect();
+		assert_eq!(labels, REJECTION_LABELS);
+		let invalid = [
+			InvalidReason::NoProof,
+			InvalidReason::BadProof,
+			InvalidReason::EncodingTooLarge { submitted_size: 2, max_size: 1 },
+			InvalidReason::AlreadyExpired,
+		];
+		let labels: Vec<&str> =
+			invalid.into_iter().map(|reason| SubmitResult::Invalid(reason).label()).collect();
+		assert_eq!(labels, INVALID_LABELS);
 	}
 }

@@ -61,8 +61,8 @@ pub(super) struct InitialSync {
 /// What a peer's one slot in flight is doing; `id` matches the driver's report to it.
 #[derive(Debug)]
 pub(super) enum Busy {
-	/// A notification of live statements.
-	Live { id: u64, bytes: usize },
+	/// A notification of `count` live statements.
+	Live { id: u64, bytes: usize, count: usize },
 	/// Reading an initial-sync page from the store.
 	Reading { id: u64, reserved: usize },
 	/// Sending an initial-sync page; on delivery the cursor moves to `next`.

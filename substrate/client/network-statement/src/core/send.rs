@@ -55,6 +55,7 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 			if peer.outbox.len() >= self.config.max_outbox {
 				peer.outbox.pop_front();
 				self.metrics.outbox_full.add(1);
+				self.metrics.undelivered_outbox_full.add(1);
 			}
 			peer.outbox.push_back(item.clone());
 		}
@@ -114,12 +115,16 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		if peer.busy.as_ref().map(Busy::id) != Some(send) {
 			return;
 		}
+		// Statements the notification carried, lost if it was not delivered.
+		let mut carried = 0;
 		match peer.busy.take() {
-			Some(Busy::Live { bytes, .. }) => {
+			Some(Busy::Live { bytes, count, .. }) => {
+				carried = count;
 				self.in_flight_live -= bytes;
 				self.metrics.propagation_in_flight.set(self.in_flight_live as u64);
 			}
 			Some(Busy::Syncing { reserved, next, count, .. }) => {
+				carried = count;
 				self.in_flight_sync -= reserved;
 				self.metrics.initial_sync_in_flight.set(self.in_flight_sync as u64);
 				if outcome == SendOutcome::Delivered {
@@ -132,9 +137,13 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		}
 		match outcome {
 			SendOutcome::Delivered => {}
-			SendOutcome::Failed => self.metrics.failed_network.add(1),
+			SendOutcome::Failed => {
+				self.metrics.failed_network.add(1);
+				self.metrics.undelivered_network.add(carried as u64);
+			}
 			SendOutcome::TimedOut => {
 				self.metrics.failed_timeout.add(1);
+				self.metrics.undelivered_timeout.add(carried as u64);
 				log::warn!(target: LOG, "Peer {id} took over {}s to take a notification; dropping it", SEND_TIMEOUT.as_secs());
 				self.forget(now, id);
 				self.actions.push_back(Action::Close { peer: id });
@@ -202,7 +211,7 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		let send = self.next_id();
 		let Some(peer) = self.peers.get_mut(&id) else { return };
 		peer.busy = Some(Busy::Syncing { id: send, reserved, next: page.next, count });
-		self.metrics.chunks.observe(count as f64);
+		self.metrics.initial_sync_chunks.observe(count as f64);
 		self.actions.push_back(Action::Send { peer: id, id: send, notification });
 	}
 
@@ -329,12 +338,12 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		}
 		let notification =
 			wire::encode_statements(peer.version, chunk.iter().map(|item| &item.encoding[..]));
-		peer.busy = Some(Busy::Live { id: send, bytes });
+		peer.busy = Some(Busy::Live { id: send, bytes, count: chunk.len() });
 		peer.last_was_sync = false;
 		self.in_flight_live += bytes;
 		self.metrics.propagation_in_flight.set(self.in_flight_live as u64);
 		self.metrics.propagated.add(chunk.len() as u64);
-		self.metrics.chunks.observe(chunk.len() as f64);
+		self.metrics.propagation_chunks.observe(chunk.len() as f64);
 		self.actions.push_back(Action::Send { peer: id, id: send, notification });
 	}
 }

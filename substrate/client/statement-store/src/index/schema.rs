@@ -67,6 +67,8 @@ pub const SCHEMA_VERSION: u32 = 5;
 pub const KEY_SCHEMA: &[u8] = b"schema";
 /// Meta key of the [`Counters`].
 pub const KEY_COUNTERS: &[u8] = b"counters";
+/// Meta key of the [`Tallies`]; absent in databases written before them.
+pub const KEY_TALLIES: &[u8] = b"tallies";
 /// Sequence number (u64) of the newest intent-log batch the database holds; absent = 0.
 pub const KEY_INTENT: &[u8] = b"intent";
 /// Position (u64) of the removal log: how many removals were ever logged; absent = 0.
@@ -133,6 +135,17 @@ pub struct Counters {
 	pub total_size: u64,
 	/// Id the next admitted statement gets.
 	pub next_id: Id,
+}
+
+/// What the metrics count that no query should have to walk for: accounts holding
+/// statements and bans held. Rewritten in every commit that changes either; a database written
+/// before them has them counted once when it is opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Encode, Decode)]
+pub struct Tallies {
+	/// Accounts holding at least one statement ([`COL_USAGE`]'s entries).
+	pub accounts: u64,
+	/// Hashes banned until their purge time ([`COL_BAN_ORDER`]'s entries).
+	pub bans: u64,
 }
 
 /// What the channel column holds for an account's channel: the id and expiry of the

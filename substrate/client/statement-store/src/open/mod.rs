@@ -163,13 +163,14 @@ impl Store {
 			iter.seek_to_first()?;
 			iter.next()?.is_some()
 		};
+		let tallies = read_tallies(&db, &shown, config.sync_wal)?;
 		let next_seq = intents.records.last().map_or(0, |(seq, _)| *seq).max(intent_seq) + 1;
 		let db = Arc::new(Database::new(db));
 		let writes = Writes::start(
 			&db,
 			&config,
 			allowances,
-			Start { counters, next_seq, banned, removals },
+			Start { counters, next_seq, banned, removals, tallies },
 		)?;
 		let inner = Inner {
 			reads: Reads::new(&config, keyed),
@@ -262,6 +263,44 @@ fn read_schema(db: &parity_db::Db, path: &str, sync: bool) -> Result<Counters> {
 			schema::decode_value(schema::COL_META, &counters)
 		}
 	}
+}
+
+/// The [`schema::Tallies`] parity-db holds; a database written before them has them counted
+/// (its accounts and its bans, one walk each) and written, once.
+fn read_tallies(db: &parity_db::Db, path: &str, sync: bool) -> Result<schema::Tallies> {
+	if let Some(bytes) = db.get(schema::COL_META, schema::KEY_TALLIES)? {
+		return schema::decode_value(schema::COL_META, &bytes);
+	}
+	let started = std::time::Instant::now();
+	let entries = |col| -> Result<u64> {
+		let mut iter = db.iter(col)?;
+		iter.seek_to_first()?;
+		let mut count = 0;
+		while iter.next()?.is_some() {
+			count += 1;
+		}
+		Ok(count)
+	};
+	let tallies = schema::Tallies {
+		accounts: entries(schema::COL_USAGE)?,
+		bans: entries(schema::COL_BAN_ORDER)?,
+	};
+	writeback::commit(
+		db,
+		[(schema::COL_META, schema::KEY_TALLIES.to_vec(), Some(tallies.encode()))],
+		sync,
+	)?;
+	if tallies != schema::Tallies::default() {
+		log::info!(
+			target: "statement-store",
+			"{path}: counted {} accounts holding statements and {} bans for the metrics, once \
+			 (a database from before they were kept), in {:?}",
+			tallies.accounts,
+			tallies.bans,
+			started.elapsed()
+		);
+	}
+	Ok(tallies)
 }
 
 /// Log what reading the intent log found; refuse a gap in its sequence numbers after

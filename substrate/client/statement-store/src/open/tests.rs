@@ -435,3 +435,49 @@ fn a_snapshot_is_checked_against_statements_past_a_long_removed_run() {
 		assert!(!store.has_statement(&signed(n, None).hash()), "{n}");
 	}
 }
+
+/// Accounts holding statements and bans held, as the metrics show them.
+fn tallies(store: &Store) -> (u64, u64) {
+	let metrics = store.metrics();
+	(metrics.accounts, metrics.bans)
+}
+
+#[test]
+fn the_accounts_and_bans_counted_follow_every_change_and_survive_reopening() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open_roomy(dir.path());
+	assert_eq!(tallies(&store), (0, 0));
+	// Statements 0..12 by accounts 0..8: 0-3 hold two each, 4-7 one.
+	for n in 0..12u8 {
+		assert_eq!(store.submit(signed(n, None), StatementSource::Local), SubmitResult::New);
+	}
+	assert_eq!(tallies(&store), (8, 0));
+	// Account 1 keeps statement 9; account 5 holds only statement 5, and then nothing.
+	store.remove(&signed(1, None).hash()).unwrap();
+	store.remove(&signed(5, None).hash()).unwrap();
+	assert_eq!(tallies(&store), (7, 2));
+	drop(store);
+	let store = open_roomy(dir.path());
+	assert_eq!(tallies(&store), (7, 2), "as they were when the store closed");
+	store.remove_by(signed(2, None).account_id().unwrap()).unwrap();
+	assert_eq!(tallies(&store), (6, 4), "account 2's two statements removed and banned");
+}
+
+#[test]
+fn a_database_from_before_the_tallies_has_them_counted_once_when_opened() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open_roomy(dir.path());
+	for n in 0..12u8 {
+		store.submit(signed(n, None), StatementSource::Local);
+	}
+	store.remove(&signed(5, None).hash()).unwrap();
+	let kept = tallies(&store);
+	assert_eq!(kept, (7, 1));
+	drop(store);
+	poke(dir.path(), vec![(schema::COL_META, schema::KEY_TALLIES.to_vec(), None)]);
+	let store = open_roomy(dir.path());
+	assert_eq!(tallies(&store), kept, "counted from the accounts and the ban order");
+	// Account 1 keeps statement 1.
+	store.remove(&signed(9, None).hash()).unwrap();
+	assert_eq!(tallies(&store), (7, 2), "and kept from there");
+}

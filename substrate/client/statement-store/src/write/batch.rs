@@ -8,7 +8,7 @@ use crate::{
 	error::Error,
 	error::Result,
 	index::posting::{decode_pairs, encode_pairs, encode_segment},
-	index::schema::{self, Counters, Id, PostingKey, Record, Usage},
+	index::schema::{self, Counters, Id, PostingKey, Record, Tallies, Usage},
 	store::Inner,
 	write::intent::{Intent, Step},
 };
@@ -103,7 +103,10 @@ pub struct Batch<'a> {
 	/// Account lists touched, by key: (id, low 32 bits of the expiry), sorted by id.
 	account_lists: BTreeMap<Vec<u8>, Vec<(Id, u32)>>,
 	postings: Vec<(PostingKey, Id, bool)>,
-	usage: HashMap<AccountId, Usage>,
+	/// Each account touched: statements it held before the batch, and its usage now.
+	usage: HashMap<AccountId, (u32, Usage)>,
+	/// Bans placed less bans lifted.
+	bans: i64,
 	counters: Counters,
 	/// The counters before the batch.
 	start: Counters,
@@ -123,6 +126,7 @@ impl<'a> Batch<'a> {
 			account_lists: BTreeMap::new(),
 			postings: Vec::new(),
 			usage: HashMap::new(),
+			bans: 0,
 			counters,
 			start: counters,
 			added: Vec::new(),
@@ -226,6 +230,7 @@ impl<'a> Batch<'a> {
 	fn ban(&mut self, hash: &Hash, until: u64) {
 		// Set before the ban is staged: the flag may be early, never late.
 		self.inner.writes.banned.store(true, std::sync::atomic::Ordering::Release);
+		self.bans += 1;
 		self.ops.push((schema::COL_BAN, hash.to_vec(), Some(until.to_le_bytes().to_vec())));
 		self.ops.push((
 			schema::COL_BAN_ORDER,
@@ -237,6 +242,7 @@ impl<'a> Batch<'a> {
 	/// Lift a ban that ends at `until`.
 	pub fn unban(&mut self, hash: &Hash, until: u64) {
 		self.steps.push(Step::Unban { hash: *hash, until });
+		self.bans -= 1;
 		self.ops.push((schema::COL_BAN, hash.to_vec(), None));
 		self.ops.push((schema::COL_BAN_ORDER, schema::ban_order_key(until, hash).to_vec(), None));
 	}
@@ -247,9 +253,9 @@ impl<'a> Batch<'a> {
 				Some(bytes) => schema::decode_value(schema::COL_USAGE, &bytes)?,
 				None => Usage::default(),
 			};
-			self.usage.insert(*account, stored);
+			self.usage.insert(*account, (stored.count, stored));
 		}
-		Ok(self.usage.entry(*account).or_default())
+		Ok(&mut self.usage.entry(*account).or_default().1)
 	}
 
 	fn account_list(&mut self, record: &Record, add: bool) -> Result<()> {
@@ -404,9 +410,21 @@ impl<'a> Batch<'a> {
 			let value = (!pairs.is_empty()).then(|| encode_pairs(&pairs));
 			self.ops.push((schema::COL_POSTING, key, value));
 		}
-		for (account, usage) in std::mem::take(&mut self.usage) {
+		let mut accounts: i64 = 0;
+		for (account, (before, usage)) in std::mem::take(&mut self.usage) {
+			accounts += i64::from(usage.count > 0) - i64::from(before > 0);
 			let value = (usage.count > 0).then(|| usage.encode());
 			self.ops.push((schema::COL_USAGE, account.to_vec(), value));
+		}
+		let tallies = (accounts != 0 || self.bans != 0).then(|| {
+			let now = inner.writes.tallies();
+			Tallies {
+				accounts: now.accounts.saturating_add_signed(accounts),
+				bans: now.bans.saturating_add_signed(self.bans),
+			}
+		});
+		if let Some(tallies) = tallies {
+			self.ops.push((schema::COL_META, schema::KEY_TALLIES.to_vec(), Some(tallies.encode())));
 		}
 		self.ops.push((
 			schema::COL_META,
@@ -431,6 +449,9 @@ impl<'a> Batch<'a> {
 		let publish = inner.reads.publish();
 		inner.db.stage(self.ops);
 		inner.writes.writeback.staged(seq);
+		if let Some(tallies) = tallies {
+			inner.writes.set_tallies(tallies);
+		}
 		if let Some(removals) = removals {
 			inner.writes.removals.store(removals, std::sync::atomic::Ordering::Release);
 		}

@@ -67,6 +67,7 @@ impl Store {
 		// Counted even when a later slice failed: earlier slices were committed.
 		self.inner.metrics.add_expired(report.expired as u64);
 		self.inner.metrics.add_evicted(report.evicted as u64);
+		self.inner.metrics.add_pruned(report.bans_purged as u64);
 		if report.expired + report.evicted + report.bans_purged > 0 {
 			log::debug!(target: "statement-store", "maintenance: {report:?}");
 		}
@@ -79,7 +80,9 @@ impl Store {
 		// slices removed (see `expire_slice`), instead of handing over before every slice.
 		self.inner.db.hand_over()?;
 		let mut cursor = None;
+		let pass = Instant::now();
 		let (expired, done) = drain(deadline, || self.expire_slice(&mut cursor))?;
+		self.inner.metrics.expiry_took(pass.elapsed());
 		report.expired = expired;
 		if !done {
 			report.incomplete = true;

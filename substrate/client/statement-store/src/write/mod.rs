@@ -19,7 +19,7 @@ pub(crate) mod writeback;
 use crate::{
 	allowance::AllowanceProvider,
 	error::{Error, Result},
-	index::schema::Counters,
+	index::schema::{Counters, Tallies},
 };
 use disk::DiskGuard;
 use intent::IntentLog;
@@ -48,6 +48,9 @@ pub(crate) struct Writes {
 	disk: Arc<DiskGuard>,
 	/// Serialises writers and holds the counters they start from.
 	counters: Mutex<Counters>,
+	/// Accounts holding statements and bans held, as the last commit left them; changed only
+	/// by commits, under the writer lock.
+	tallies: Mutex<Tallies>,
 	/// Where allowances come from (chain state, or a fixed map).
 	allowances: Arc<dyn AllowanceProvider>,
 	/// Whether the store may hold a ban; when not, submits skip looking one up. Set at open
@@ -70,6 +73,8 @@ pub(crate) struct Start {
 	pub banned: bool,
 	/// The removal log's position.
 	pub removals: u64,
+	/// The tallies parity-db holds (or opening counted).
+	pub tallies: Tallies,
 }
 
 impl Writes {
@@ -92,6 +97,7 @@ impl Writes {
 			writeback,
 			disk,
 			counters: Mutex::new(start.counters),
+			tallies: Mutex::new(start.tallies),
 			allowances,
 			banned: AtomicBool::new(start.banned),
 			allowance_cursor: Mutex::new(None),
@@ -102,6 +108,16 @@ impl Writes {
 	/// The counters as the last write left them (waits for a write under way).
 	pub fn counters(&self) -> Counters {
 		*self.counters.lock()
+	}
+
+	/// Accounts holding statements and bans held, as the last commit left them.
+	pub fn tallies(&self) -> Tallies {
+		*self.tallies.lock()
+	}
+
+	/// What a commit changed the tallies to (under the writer lock, once it is staged).
+	pub(crate) fn set_tallies(&self, tallies: Tallies) {
+		*self.tallies.lock() = tallies;
 	}
 
 	/// The removal log's position.

@@ -29,6 +29,7 @@ impl Store {
 		statement: Statement,
 		source: StatementSource,
 	) -> SubmitResult {
+		let began = std::time::Instant::now();
 		let submitted = crate::error::catch_db_panic(|| self.try_submit(statement, source));
 		// A full disk fails every submit alike: the first failure is a warning, the rest
 		// are debug lines until a submit gets through again.
@@ -49,16 +50,19 @@ impl Store {
 						 a submit is stored)"
 					);
 				}
+				self.inner.metrics.internal_error(err.source_label());
 				SubmitResult::InternalError(err.into())
 			}
 		};
 		self.inner.metrics.submitted(result.label());
+		self.inner.metrics.submit_took(began.elapsed());
 		result
 	}
 
 	fn try_submit(&self, statement: Statement, source: StatementSource) -> Result<SubmitResult> {
 		let inner = &self.inner;
 		if let Some(full) = inner.writes.disk.refusal() {
+			inner.metrics.internal_error(full.source_label());
 			return Ok(SubmitResult::InternalError(full.into()));
 		}
 		let encoding = statement.encode();
