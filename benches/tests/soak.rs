@@ -25,16 +25,16 @@ fn two_minutes_of_the_soak_lose_nothing_and_log_no_error() {
 	] {
 		assert!(stdout.contains(expected), "no {expected:?} in the report:\n{stdout}\n{stderr}");
 	}
-	let restarts = stdout
-		.split("node 2 restarted ")
-		.nth(1)
-		.and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-		.expect("the report counts restarts");
+	// The count the report gives right after `label`.
+	let count = |label: &str| {
+		stdout
+			.split(label)
+			.nth(1)
+			.and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+			.unwrap_or_else(|| panic!("the report gives no count after {label:?}:\n{stdout}"))
+	};
+	let restarts = count("node 2 restarted ");
 	assert!(restarts >= 3, "node 2 restarted only {restarts} times:\n{stdout}");
-	let churned = stdout
-		.split("churn: ")
-		.nth(1)
-		.and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-		.expect("the report counts churned subscriptions");
+	let churned = count("churn: ");
 	assert!(churned >= 5, "only {churned} subscriptions opened and closed:\n{stdout}");
 }

@@ -176,26 +176,24 @@ impl Load {
 
 	/// Whether the delivery subscription has ended by itself (an error), and why.
 	pub async fn delivery_ended(&mut self) -> Option<String> {
-		if !self.delivery.is_finished() {
-			return None;
-		}
-		match (&mut self.delivery).await {
-			Ok(Ok(())) => Some("the delivery subscription ended".into()),
-			Ok(Err(err)) => Some(err),
-			Err(err) => Some(format!("the delivery subscription panicked: {err}")),
-		}
+		ended(&mut self.delivery, "the delivery subscription").await
 	}
 
 	/// Whether the submitter has stopped by itself (an error), and why.
 	pub async fn submitter_ended(&mut self) -> Option<String> {
-		if !self.submitter.is_finished() {
-			return None;
-		}
-		match (&mut self.submitter).await {
-			Ok(Ok(())) => Some("the submitter stopped".into()),
-			Ok(Err(err)) => Some(err),
-			Err(err) => Some(format!("the submitter panicked: {err}")),
-		}
+		ended(&mut self.submitter, "the submitter").await
+	}
+}
+
+/// Why `task` (`what`) ended, if it has: only [`Load::stop_sending`] may end a load task.
+async fn ended(task: &mut JoinHandle<Result<(), String>>, what: &str) -> Option<String> {
+	if !task.is_finished() {
+		return None;
+	}
+	match task.await {
+		Ok(Ok(())) => Some(format!("{what} stopped")),
+		Ok(Err(err)) => Some(err),
+		Err(err) => Some(format!("{what} panicked: {err}")),
 	}
 }
 

@@ -282,32 +282,25 @@ impl Metrics {
 				Sample::value(&[("kind", "light")], self.light_peers.get()),
 			],
 		});
-		families.push(Family {
-			name: "substrate_sync_statement_send_failures_total",
-			help: "Statements or notifications not sent, by reason.",
+		let by_reason = |name, help, [network, timeout, outbox_full]: [&Value; 3]| Family {
+			name,
+			help,
 			kind: Counter,
-			samples: [
-				("network", &self.failed_network),
-				("timeout", &self.failed_timeout),
-				("outbox_full", &self.outbox_full),
-			]
-			.into_iter()
-			.map(|(reason, value)| Sample::value(&[("reason", reason)], value.get()))
-			.collect(),
-		});
-		families.push(Family {
-			name: "substrate_sync_statement_undelivered_total",
-			help: "Statements not delivered to a peer, by reason.",
-			kind: Counter,
-			samples: [
-				("network", &self.undelivered_network),
-				("timeout", &self.undelivered_timeout),
-				("outbox_full", &self.undelivered_outbox_full),
-			]
-			.into_iter()
-			.map(|(reason, value)| Sample::value(&[("reason", reason)], value.get()))
-			.collect(),
-		});
+			samples: [("network", network), ("timeout", timeout), ("outbox_full", outbox_full)]
+				.into_iter()
+				.map(|(reason, value)| Sample::value(&[("reason", reason)], value.get()))
+				.collect(),
+		};
+		families.push(by_reason(
+			"substrate_sync_statement_send_failures_total",
+			"Statements or notifications not sent, by reason.",
+			[&self.failed_network, &self.failed_timeout, &self.outbox_full],
+		));
+		families.push(by_reason(
+			"substrate_sync_statement_undelivered_total",
+			"Statements not delivered to a peer, by reason.",
+			[&self.undelivered_network, &self.undelivered_timeout, &self.undelivered_outbox_full],
+		));
 		let histogram = |name, help, samples| Family { name, help, kind: Kind::Histogram, samples };
 		families.push(histogram(
 			"substrate_sync_propagated_statements_chunks",
