@@ -1,11 +1,12 @@
 //! What a process costs, read from Linux's `/proc`: resident memory from `status`, CPU ticks
 //! from `stat` (of a process, of each of its threads, of the whole machine), bytes written
-//! from `io`, open descriptors, the load average, and a sampler of a process's peak `VmRSS`. Every harness reads
+//! from `io`, open descriptors and what they refer to, mapped files, the load average, and a sampler of a process's peak `VmRSS`. Every harness reads
 //! these here; elsewhere than Linux every figure reads as missing (`None`, or zero).
 
 use std::{
 	collections::BTreeMap,
 	fmt::Display,
+	path::{Path, PathBuf},
 	sync::{
 		atomic::{AtomicBool, AtomicU64, Ordering},
 		Arc,
@@ -51,6 +52,58 @@ pub fn rss_kib(pid: impl Display) -> u64 {
 /// Open file descriptors of `pid` (entries of `/proc/<pid>/fd`; 0 if it cannot be read).
 pub fn descriptors(pid: impl Display) -> usize {
 	std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |entries| entries.count())
+}
+
+/// What each open descriptor of `pid` refers to (the targets of `/proc/<pid>/fd/*`: a path,
+/// or `socket:[..]`, `pipe:[..]`, `anon_inode:..`); a file deleted while open ends in
+/// ` (deleted)`. Empty if they cannot be read.
+pub fn open_files(pid: impl Display) -> Vec<PathBuf> {
+	let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+	entries.flatten().filter_map(|entry| std::fs::read_link(entry.path()).ok()).collect()
+}
+
+/// The files under one directory that a process maps, from `/proc/<pid>/smaps`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Mapped {
+	/// Each mapping's file, as the kernel names it (a deleted one ends in ` (deleted)`).
+	pub files: Vec<PathBuf>,
+	/// Their pages in RAM, KiB.
+	pub resident_kib: u64,
+	/// Their mappings' length, KiB.
+	pub size_kib: u64,
+}
+
+/// The mappings of files under `dir` in `smaps` text: each mapping is a header line
+/// (`start-end perms offset dev inode path`) followed by `Field: value kB` lines.
+pub fn parse_smaps(smaps: &str, dir: &Path) -> Mapped {
+	let mut mapped = Mapped::default();
+	let mut inside = false;
+	for line in smaps.lines() {
+		let mut fields = line.split_whitespace();
+		let first = fields.next().unwrap_or_default();
+		if first.contains('-') && !first.ends_with(':') {
+			// A header: the path is the sixth field on, and may hold spaces.
+			let path = line.splitn(6, char::is_whitespace).nth(5).map(str::trim_start);
+			inside = path.is_some_and(|path| Path::new(path).starts_with(dir));
+			if let (true, Some(path)) = (inside, path) {
+				mapped.files.push(PathBuf::from(path));
+			}
+			continue;
+		}
+		let mut kib = || fields.next().and_then(|value| value.parse::<u64>().ok()).unwrap_or(0);
+		match first {
+			"Size:" if inside => mapped.size_kib += kib(),
+			"Rss:" if inside => mapped.resident_kib += kib(),
+			_ => {}
+		}
+	}
+	mapped
+}
+
+/// The files under `dir` that `pid` maps (empty if its `smaps` cannot be read).
+pub fn mapped(pid: impl Display, dir: &Path) -> Mapped {
+	std::fs::read_to_string(format!("/proc/{pid}/smaps"))
+		.map_or_else(|_| Mapped::default(), |smaps| parse_smaps(&smaps, dir))
 }
 
 /// The name and CPU ticks (`utime + stime`) in a `/proc/.../stat` line. The name is in
@@ -198,6 +251,52 @@ mod tests {
 		assert_eq!(descriptors(std::process::id()), open + 1);
 		drop(file);
 		assert_eq!(descriptors(u32::MAX), 0);
+	}
+
+	#[test]
+	fn smaps_mappings_under_a_directory_are_summed_and_others_left_out() {
+		let smaps = "\
+55d0-55e0 r-xp 00000000 fd:01 42 /usr/bin/statement-node
+Size:                 64 kB
+Rss:                  60 kB
+7f00-7f10 rw-s 00000000 fd:01 43 /tmp/node-0/db/table_01_05
+Size:               1024 kB
+Rss:                 256 kB
+Pss:                 256 kB
+7f20-7f30 rw-s 00000000 fd:01 44 /tmp/node-0/db/index 01 (deleted)
+Size:                512 kB
+Rss:                   8 kB
+7f40-7f50 rw-p 00000000 00:00 0 
+Size:                132 kB
+Rss:                 132 kB
+";
+		let mapped = parse_smaps(smaps, Path::new("/tmp/node-0"));
+		assert_eq!(
+			mapped.files,
+			[
+				PathBuf::from("/tmp/node-0/db/table_01_05"),
+				PathBuf::from("/tmp/node-0/db/index 01 (deleted)")
+			]
+		);
+		assert_eq!((mapped.resident_kib, mapped.size_kib), (264, 1536));
+		assert_eq!(parse_smaps(smaps, Path::new("/tmp/node-1")), Mapped::default());
+	}
+
+	#[test]
+	fn a_mapped_file_and_an_open_one_are_seen() {
+		let dir = tempfile::tempdir().unwrap();
+		let path = dir.path().join("open");
+		std::fs::write(&path, b"x").unwrap();
+		let file = std::fs::File::open(&path).unwrap();
+		assert!(open_files(std::process::id()).contains(&path));
+		drop(file);
+		assert!(!open_files(std::process::id()).contains(&path));
+		// The running test executable is a mapped file, with pages in RAM.
+		let exe = std::env::current_exe().unwrap();
+		let seen = mapped(std::process::id(), exe.parent().unwrap());
+		assert!(seen.files.contains(&exe), "{seen:?}");
+		assert!(seen.resident_kib > 0 && seen.size_kib >= seen.resident_kib, "{seen:?}");
+		assert_eq!(mapped(u32::MAX, dir.path()), Mapped::default());
 	}
 
 	#[test]

@@ -160,6 +160,11 @@ impl Node {
 		Ok((node, stopped))
 	}
 
+	/// Its base path: the database and the node key under it.
+	pub fn dir(&self) -> &Path {
+		&self.dir
+	}
+
 	/// The address other nodes dial: `/ip4/127.0.0.1/tcp/<port>/p2p/<PeerId>`.
 	pub fn address(&self) -> String {
 		format!("/ip4/127.0.0.1/tcp/{}/p2p/{}", self.p2p_port, self.peer_id)

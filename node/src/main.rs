@@ -36,6 +36,7 @@
 //!   `/health`, connection limits and timeouts).
 //! - `prometheus`: the metrics endpoint, and the one renderer of Prometheus' text format: the
 //!   store and gossip hand out values, the node writes them.
+//! - `heap`: the allocator's own figures of the heap, for `/metrics`.
 //! - `sign`: builds and signs a statement for `statement_submit`, its data in the clear or
 //!   encrypted to a statement key.
 //! - `error`: the one error type; every command returns it and `main` prints it once.
@@ -45,6 +46,7 @@ mod cli;
 mod database;
 mod error;
 mod grant;
+mod heap;
 mod keystore;
 mod network;
 mod prometheus;

@@ -10,7 +10,7 @@
 //! name, type, labels and buckets (docs/grafana/, README's metrics section); the node's own
 //! extra metrics keep the `substrate_statement_store_*` and `statement_network_*` names.
 
-use crate::error::Error;
+use crate::{error::Error, heap::Heap};
 use statement_network::{
 	metrics::{Family, Kind, Reading, Sample},
 	Network,
@@ -55,6 +55,7 @@ impl Sources {
 			rpc: self.rpc.snapshot(),
 			server: self.server.snapshot(),
 			network: self.network.metrics().families(),
+			heap: crate::heap::read(),
 		};
 		exposition(&self.chain, &readings, self.started)
 	}
@@ -66,6 +67,8 @@ struct Readings {
 	rpc: RpcMetricsSnapshot,
 	server: ServerMetricsSnapshot,
 	network: Vec<Family>,
+	/// The allocator's figures, when it keeps them.
+	heap: Option<Heap>,
 }
 
 /// Serve metrics on `addr` until the task is dropped.
@@ -113,10 +116,34 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 /// the RPC server's, then gossip's; every series labelled `chain`.
 fn exposition(chain: &str, readings: &Readings, started: SystemTime) -> String {
 	let mut families = store_families(&readings.store, started);
+	families.extend(readings.heap.map_or_else(Vec::new, heap_families));
 	families.extend(rpc_families(&readings.rpc));
 	families.extend(server_families(&readings.server));
 	families.extend(readings.network.iter().cloned());
 	render(&families, chain)
+}
+
+/// The allocator's account of the heap (the node's own names; polkadot exports the same
+/// figures as `polkadot_memory_allocated` and `_resident`).
+fn heap_families(heap: Heap) -> Vec<Family> {
+	let gauge = |name, help, value| Family {
+		name,
+		help,
+		kind: Kind::Gauge,
+		samples: vec![Sample::value(&[], value)],
+	};
+	vec![
+		gauge(
+			"substrate_statement_store_heap_allocated_bytes",
+			"Bytes in live allocations, as the node's allocator (jemalloc) counts them.",
+			heap.allocated,
+		),
+		gauge(
+			"substrate_statement_store_heap_resident_bytes",
+			"Bytes of the allocator's pages in RAM: live allocations, kept free space, bookkeeping.",
+			heap.resident,
+		),
+	]
 }
 
 /// Upstream's RPC server metrics (`substrate_rpc_*`).
@@ -598,7 +625,8 @@ mod tests {
 			session_time: time(92),
 		};
 		let started = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-		let readings = Readings { store, rpc, server, network: network.families() };
+		let heap = Some(Heap { allocated: 100, resident: 101 });
+		let readings = Readings { store, rpc, server, network: network.families(), heap };
 		exposition("dev", &readings, started)
 	}
 
@@ -666,6 +694,8 @@ mod tests {
 			("substrate_statement_store_corrupt_total", "counter"),
 			("substrate_statement_store_disk_free_bytes", "gauge"),
 			("substrate_statement_store_disk_space_low", "gauge"),
+			("substrate_statement_store_heap_allocated_bytes", "gauge"),
+			("substrate_statement_store_heap_resident_bytes", "gauge"),
 			("substrate_sub_statement_store_rpc_submit_calls_total", "counter"),
 			("substrate_sub_statement_store_rpc_submit_duration_seconds", "histogram"),
 			("substrate_sub_statement_store_rpc_subscribe_calls_total", "counter"),

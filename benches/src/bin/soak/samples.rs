@@ -1,18 +1,29 @@
 //! What the soak samples of each node, and the slope of each figure over the run: a
 //! least-squares line through the samples after the first 10% of the run (the store filling
 //! to its steady state, caches warming), in units an hour.
+//!
+//! RSS is reported, not judged: besides the heap it counts the pages of the database files
+//! parity-db maps, which the kernel keeps in RAM while it can spare them and takes back when
+//! it cannot, up to the files' size. The judged figures are those a leak moves: the
+//! allocator's heap, anonymous memory, descriptors other than the database's, threads and
+//! queued subscription bytes. The database's own descriptors and mappings (one per file it
+//! uses, up to 256 size tiers a column, opened as a tier is first used) are held to a rule
+//! instead of a slope: every file open and mapped at most once, and none deleted while held.
 
 use statement_store_benches::{
 	metrics::{Metrics, STATEMENTS},
 	procfs,
 };
-use std::{fmt::Write as _, time::Duration};
+use std::{collections::BTreeMap, fmt::Write as _, path::Path, time::Duration};
 
 /// The part of the run before which samples are not in a slope.
 pub const WARM_UP_SHARE: f64 = 0.10;
 
 /// Subscription bytes queued in the node, waiting for slow readers.
 const QUEUED: &str = "substrate_statement_store_subscription_queued_bytes";
+
+/// Bytes in live allocations, by the node's allocator.
+const HEAP: &str = "substrate_statement_store_heap_allocated_bytes";
 
 /// One figure a node is sampled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,8 +32,14 @@ pub enum Figure {
 	Rss,
 	/// `RssAnon` (heap, stacks, anonymous maps), MiB.
 	Anon,
-	/// Open file descriptors.
+	/// The allocator's live allocations, MiB.
+	Heap,
+	/// Pages of the database's mapped files in RAM, MiB.
+	Mapped,
+	/// Open file descriptors other than the database's.
 	Descriptors,
+	/// Open descriptors of the database's files.
+	DatabaseFiles,
 	/// Threads.
 	Threads,
 	/// Subscription bytes queued, KiB.
@@ -32,10 +49,13 @@ pub enum Figure {
 }
 
 /// Every figure, in the report's order.
-pub const FIGURES: [Figure; 6] = [
+pub const FIGURES: [Figure; 9] = [
 	Figure::Rss,
 	Figure::Anon,
+	Figure::Heap,
+	Figure::Mapped,
 	Figure::Descriptors,
+	Figure::DatabaseFiles,
 	Figure::Threads,
 	Figure::Queued,
 	Figure::Statements,
@@ -47,7 +67,10 @@ impl Figure {
 		match self {
 			Figure::Rss => "RSS (MiB)",
 			Figure::Anon => "RssAnon (MiB)",
-			Figure::Descriptors => "descriptors",
+			Figure::Heap => "heap allocated (MiB)",
+			Figure::Mapped => "database pages in RAM (MiB)",
+			Figure::Descriptors => "descriptors, not the database's",
+			Figure::DatabaseFiles => "database files open",
 			Figure::Threads => "threads",
 			Figure::Queued => "queued subscription KiB",
 			Figure::Statements => "statements stored",
@@ -61,26 +84,39 @@ pub struct Sample {
 	/// Since the load started.
 	pub at: Duration,
 	/// By [`FIGURES`]' order.
-	pub values: [f64; 6],
+	pub values: [f64; FIGURES.len()],
+	/// Breaches of the rule on database files seen in this sample.
+	pub faults: Vec<String>,
 }
 
 impl Sample {
-	/// Take one of the process `pid`, whose metrics are `metrics` (missing ones read as 0).
-	pub fn take(at: Duration, pid: u32, metrics: Option<&Metrics>) -> Sample {
+	/// Take one of the process `pid`, whose database is under `base` and whose metrics are
+	/// `metrics` (missing ones read as 0).
+	pub fn take(at: Duration, pid: u32, base: &Path, metrics: Option<&Metrics>) -> Sample {
 		let mib = |kib: u64| kib as f64 / 1024.0;
 		let status = procfs::status(pid);
 		let field = |name: &str| status.as_ref().and_then(|s| s.kib(name)).unwrap_or(0);
 		let metric = |name: &str| metrics.and_then(|m| m.sum(name).ok()).unwrap_or(0.0);
+		let open = procfs::open_files(pid);
+		let (database, others): (Vec<_>, Vec<_>) =
+			open.iter().partition(|file| file.starts_with(base));
+		let mapped = procfs::mapped(pid, base);
+		let mut faults = breaches("open", database.iter().copied());
+		faults.extend(breaches("mapped", mapped.files.iter()));
 		Sample {
 			at,
 			values: [
 				mib(field("VmRSS")),
 				mib(field("RssAnon")),
-				procfs::descriptors(pid) as f64,
+				metric(HEAP) / (1024.0 * 1024.0),
+				mib(mapped.resident_kib),
+				others.len() as f64,
+				database.len() as f64,
 				field("Threads") as f64,
 				metric(QUEUED) / 1024.0,
 				metric(STATEMENTS),
 			],
+			faults,
 		}
 	}
 
@@ -88,6 +124,26 @@ impl Sample {
 	pub fn get(&self, figure: Figure) -> f64 {
 		self.values[FIGURES.iter().position(|f| *f == figure).unwrap_or(0)]
 	}
+}
+
+/// Breaches of the database-file rule among `files` (held as `how`): a file held twice, or
+/// one held after it was deleted.
+fn breaches<'a>(how: &str, files: impl Iterator<Item = &'a std::path::PathBuf>) -> Vec<String> {
+	let mut times: BTreeMap<&Path, usize> = BTreeMap::new();
+	for file in files {
+		*times.entry(file.as_path()).or_default() += 1;
+	}
+	times
+		.into_iter()
+		.filter_map(|(file, times)| {
+			let name = file.display();
+			if file.to_string_lossy().ends_with(" (deleted)") {
+				Some(format!("{name} {how} after it was deleted"))
+			} else {
+				(times > 1).then(|| format!("{name} {how} {times} times"))
+			}
+		})
+		.collect()
 }
 
 /// The slope of `points` (hours, value) by least squares, per hour; `None` under two
@@ -114,7 +170,7 @@ pub fn after_warm_up(samples: &[Sample], figure: Figure, run: Duration) -> Vec<(
 /// The bound a figure's slope is held to, per hour (`None`: reported, not judged).
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
-	/// RSS and RssAnon, MiB an hour.
+	/// RssAnon and the heap, MiB an hour.
 	pub mib_per_hour: f64,
 	/// Descriptors an hour.
 	pub descriptors_per_hour: f64,
@@ -125,19 +181,23 @@ pub struct Bounds {
 }
 
 impl Bounds {
-	/// The bound on `figure`'s slope; the stored statements follow the load, not a leak.
+	/// The bound on `figure`'s slope. The stored statements follow the load; RSS, the
+	/// database's pages and its files are bounded by the database's size and files, and held
+	/// to the rule on database files instead (the module's doc).
 	pub fn of(&self, figure: Figure) -> Option<f64> {
 		match figure {
-			Figure::Rss | Figure::Anon => Some(self.mib_per_hour),
+			Figure::Anon | Figure::Heap => Some(self.mib_per_hour),
 			Figure::Descriptors => Some(self.descriptors_per_hour),
 			Figure::Threads => Some(self.threads_per_hour),
 			Figure::Queued => Some(self.queued_kib_per_hour),
-			Figure::Statements => None,
+			Figure::Rss | Figure::Mapped | Figure::DatabaseFiles | Figure::Statements => None,
 		}
 	}
 }
 
-/// A node's row for each figure: the report's Markdown lines and the slopes above bound.
+/// A node's row for each figure: the report's Markdown lines, and the slopes above bound with
+/// the first breach of the database-file rule, if any (judged on any run: a breach is a
+/// fact, not a trend).
 pub fn report(
 	node: &str,
 	samples: &[Sample],
@@ -172,6 +232,14 @@ pub fn report(
 			bound.map_or("-".into(), |b| format!("{b}")),
 		);
 	}
+	if let Some(sample) = samples.iter().find(|sample| !sample.faults.is_empty()) {
+		over.push(format!(
+			"{node} at {:.0} s: {} (database files, {} samples with breaches)",
+			sample.at.as_secs_f64(),
+			sample.faults.join("; "),
+			samples.iter().filter(|sample| !sample.faults.is_empty()).count()
+		));
+	}
 	(table, over)
 }
 
@@ -188,7 +256,8 @@ mod tests {
 			.iter()
 			.map(|(secs, rss)| Sample {
 				at: Duration::from_secs(*secs),
-				values: [*rss, *rss, 10.0, 20.0, 0.0, 100.0],
+				values: [*rss, *rss, *rss, 5.0, 10.0, 30.0, 20.0, 0.0, 100.0],
+				faults: Vec::new(),
 			})
 			.collect()
 	}
@@ -228,10 +297,49 @@ mod tests {
 		let samples = series(&values);
 		let run = Duration::from_secs(3600);
 		let (table, over) = report("node 1", &samples, run, &BOUNDS, true);
-		assert_eq!(over.len(), 2, "RSS and RssAnon: {over:?}");
+		assert_eq!(over.len(), 2, "RssAnon and the heap, not RSS: {over:?}");
 		assert!(table.contains("+12.00"), "{table}");
 		let (table, over) = report("node 1", &samples, run, &BOUNDS, false);
 		assert!(over.is_empty());
 		assert!(table.contains("not judged"), "{table}");
+	}
+
+	#[test]
+	fn a_database_file_held_twice_or_after_deletion_fails_any_run() {
+		let files: Vec<std::path::PathBuf> =
+			["/db/table_04_10", "/db/index_01_16", "/db/table_04_10"]
+				.iter()
+				.map(Into::into)
+				.collect();
+		assert_eq!(breaches("open", files.iter()), ["/db/table_04_10 open 2 times"]);
+		let deleted: std::path::PathBuf = "/db/index_01_16 (deleted)".into();
+		assert_eq!(
+			breaches("mapped", std::iter::once(&deleted)),
+			["/db/index_01_16 (deleted) mapped after it was deleted"]
+		);
+		assert!(breaches("open", files[..2].iter()).is_empty());
+		let mut samples = series(&[(0, 100.0), (60, 100.0)]);
+		let (_, over) = report("node 2", &samples, Duration::from_secs(60), &BOUNDS, false);
+		assert!(over.is_empty(), "{over:?}");
+		samples[1].faults = breaches("open", files.iter());
+		let (_, over) = report("node 2", &samples, Duration::from_secs(60), &BOUNDS, false);
+		assert_eq!(over.len(), 1, "{over:?}");
+		assert!(over[0].contains("table_04_10 open 2 times"), "{over:?}");
+	}
+
+	#[test]
+	fn a_running_process_holds_each_file_once() {
+		let dir = tempfile::tempdir().unwrap();
+		std::fs::write(dir.path().join("table"), b"x").unwrap();
+		let once = std::fs::File::open(dir.path().join("table")).unwrap();
+		let take = || Sample::take(Duration::ZERO, std::process::id(), dir.path(), None);
+		let sample = take();
+		assert_eq!(sample.get(Figure::DatabaseFiles), 1.0);
+		assert!(sample.get(Figure::Descriptors) >= 1.0, "stdin, stdout, stderr at least");
+		assert!(sample.faults.is_empty(), "{:?}", sample.faults);
+		let twice = std::fs::File::open(dir.path().join("table")).unwrap();
+		assert_eq!(take().faults.len(), 1, "{:?}", take().faults);
+		drop((once, twice));
+		assert_eq!(take().get(Figure::DatabaseFiles), 0.0);
 	}
 }
