@@ -1,10 +1,12 @@
 //! The write-side workloads of `compare` in a loop on our store, for profilers: removing
-//! statements one by one, or expiring them through maintenance.
+//! statements one by one, or from 64 threads at once (`concurrent`: upstream's `remove_640`
+//! shape, in rounds of 640), or expiring them through maintenance.
 //!
 //! ```sh
 //! cargo build --release -p statement-store-benches --example profile_write
 //! perf record -g target/release/examples/profile_write remove 20
 //! perf record -g target/release/examples/profile_write expire 20
+//! target/release/examples/profile_write concurrent 20
 //! ```
 
 use statement_primitives::{Hash, Statement};
@@ -20,11 +22,18 @@ fn main() {
 	let batch = 2000;
 	let (mut took, mut count) = (Duration::ZERO, 0u32);
 	for _ in 0..rounds {
-		if which == "remove" {
+		if which == "remove" || which == "concurrent" {
 			let added = workload::fresh(batch, &keys);
 			workload::submit_all(&pair.ours, &added);
 			let hashes: Vec<Hash> = added.iter().map(Statement::hash).collect();
-			took += workload::remove_all(&pair.ours, &hashes);
+			took += if which == "remove" {
+				workload::remove_all(&pair.ours, &hashes)
+			} else {
+				hashes
+					.chunks(640)
+					.map(|round| workload::remove_concurrently(&pair.ours, round, 64))
+					.sum()
+			};
 		} else {
 			let now = pair.clock.load(Ordering::Relaxed);
 			let from = workload::fresh_indices(batch);

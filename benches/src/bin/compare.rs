@@ -221,6 +221,23 @@ fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
 		ours: per(&pair.ours),
 		baseline: per(&pair.baseline),
 	});
+	// Upstream's `remove_640`: 64 threads removing 10 each, in rounds of 640.
+	let concurrent = |store: &Shared| {
+		let rounds = (batch / 640).max(1);
+		let mut took = std::time::Duration::ZERO;
+		for _ in 0..rounds {
+			let added = fresh(640);
+			workload::submit_all(store, &added);
+			let hashes: Vec<Hash> = added.iter().map(Statement::hash).collect();
+			took += workload::remove_concurrently(store, &hashes, 64);
+		}
+		took / (640 * rounds)
+	};
+	rows.push(Row {
+		figure: "remove, 64 threads of 10 (10k)".into(),
+		ours: concurrent(&pair.ours),
+		baseline: concurrent(&pair.baseline),
+	});
 
 	let expire = |which: &str| {
 		let now = pair.clock.load(Ordering::Relaxed);
