@@ -69,7 +69,9 @@
 //! Either way no body is decoded, and posting lists load on first use.
 //!
 //! Queries hold a shared view lock for their whole run; a writer plans under its own lock
-//! without blocking readers, and takes the view lock exclusively only to publish its batch
+//! (removals that arrive together share one batch: one intent record, one commit, one edit
+//! of each posting segment; see `write::group`; and the posting segments the last batches
+//! edited are kept decoded for the next one) without blocking readers, and takes the view lock exclusively only to publish its batch
 //! to the staged set, the cache, the membership set and subscribers. A query therefore never
 //! sees half a change, and the cache never disagrees with the disk.
 //!

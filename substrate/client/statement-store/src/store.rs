@@ -182,7 +182,7 @@ impl StatementStore for Store {
 	}
 
 	fn remove(&self, hash: &Hash) -> statement_primitives::Result<()> {
-		Ok(self.remove_statement(hash)?)
+		self.remove_statement(hash)
 	}
 
 	fn remove_by(&self, who: AccountId) -> statement_primitives::Result<()> {

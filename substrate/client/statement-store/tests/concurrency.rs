@@ -83,3 +83,69 @@ fn has_statement_and_queries_run_from_many_threads_at_once() {
 		thread.join().unwrap();
 	}
 }
+
+#[test]
+fn removals_from_many_threads_at_once_each_take_effect_and_survive_a_reopen() {
+	// 32 threads remove 20 statements each while 2 threads submit: removals that meet at
+	// the writer lock share batches (group commit), and each caller must still find its
+	// own removal done, banned and durable, and the submits untouched.
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let store = open(dir.path(), &clock);
+	let statement = |n: u32| simple(n % 8, &[n % 5, 10 + n % 3], &n.to_le_bytes());
+	let (removed, kept) = (0..640u32, 640..1000u32);
+	for n in removed.clone() {
+		assert_eq!(store.submit(statement(n), StatementSource::Local), SubmitResult::New);
+	}
+	let removed: Vec<u32> = removed.collect();
+	std::thread::scope(|scope| {
+		for part in removed.chunks(20) {
+			let store = &store;
+			scope.spawn(move || {
+				for n in part {
+					let hash = statement(*n).hash();
+					store.remove(&hash).expect("remove");
+					// Done by the time the call returns, whichever caller's batch carried it.
+					assert!(!store.has_statement(&hash), "statement {n} still held after remove");
+				}
+			});
+		}
+		for half in [(640..1000u32).step_by(2), (641..1000u32).step_by(2)] {
+			let store = &store;
+			scope.spawn(move || {
+				for n in half {
+					assert_eq!(
+						store.submit(statement(n), StatementSource::Local),
+						SubmitResult::New
+					);
+				}
+			});
+		}
+	});
+	let check = |store: &statement_store::Store, when: &str| {
+		assert_eq!(store.len(), 360, "{when}: statements held");
+		for n in &removed {
+			assert!(!store.has_statement(&statement(*n).hash()), "{when}: {n} is back");
+			// Removal bans the hash: the same statement from the network is refused.
+			assert!(
+				store.submit(statement(*n), StatementSource::Network) == SubmitResult::KnownExpired,
+				"{when}: removed {n} admitted again from the network"
+			);
+		}
+		for n in kept.clone() {
+			assert!(store.has_statement(&statement(n).hash()), "{when}: {n} was lost");
+		}
+		for topic in 0..5 {
+			let found = store.broadcasts(&[common::topic(topic)]).expect("query").len();
+			assert_eq!(
+				found,
+				kept.clone().filter(|n| n % 5 == topic).count(),
+				"{when}: topic {topic}"
+			);
+		}
+	};
+	check(&store, "before reopening");
+	drop(store);
+	let store = open(dir.path(), &clock);
+	check(&store, "after reopening");
+}

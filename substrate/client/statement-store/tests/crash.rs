@@ -1,6 +1,7 @@
-//! Crash safety: a child process submits and removes in a loop and is killed with SIGKILL at
-//! random moments. Every reopen must find every statement the child saw acknowledged as
-//! `New`, none it saw removed, and indexes that agree with the bodies exactly.
+//! Crash safety: a child process submits and removes in a loop (some removals from several
+//! threads at once) and is killed with SIGKILL at random moments. Every reopen must find
+//! every statement the child saw acknowledged as `New`, none it saw removed, and indexes
+//! that agree with the bodies exactly.
 
 mod common;
 
@@ -48,7 +49,26 @@ fn crash_child() {
 		if n % 16 == 15 {
 			store.maintain().expect("maintenance");
 		}
-		if !mine.is_empty() && rng.gen_bool(0.2) {
+		if mine.len() >= 8 && n % 64 == 63 {
+			// A burst of removals from four threads at once, which share batches (group
+			// commit): each is announced before its call and reported after it returns.
+			let burst: Vec<Hash> =
+				(0..8).map(|_| mine.swap_remove(rng.gen_range(0..mine.len()))).collect();
+			std::thread::scope(|scope| {
+				for pair in burst.chunks(2) {
+					let (store, stdout) = (&store, &stdout);
+					scope.spawn(move || {
+						for hash in pair {
+							writeln!(stdout.lock(), "REMOVING {}", hex::encode(hash))
+								.expect("stdout");
+							store.remove(hash).expect("remove");
+							writeln!(stdout.lock(), "REMOVED {}", hex::encode(hash))
+								.expect("stdout");
+						}
+					});
+				}
+			});
+		} else if !mine.is_empty() && rng.gen_bool(0.2) {
 			let hash = mine.swap_remove(rng.gen_range(0..mine.len()));
 			// Announced first: a kill between the removal and its report leaves it undecided.
 			writeln!(stdout.lock(), "REMOVING {}", hex::encode(&hash)).expect("stdout");

@@ -95,11 +95,51 @@ impl Inner {
 	}
 }
 
+/// One posting segment a batch edits: its ids as the batch found them, with those it added,
+/// and the ids it removed, taken out once at commit (one pass, instead of shifting the rest
+/// of the segment for each: an expiry slice removes up to 256 ids from one segment).
+struct SegmentEdit {
+	ids: Vec<Id>,
+	/// Removed ids, in the order removed (duplicates allowed).
+	gone: Vec<Id>,
+}
+
+impl SegmentEdit {
+	fn add(&mut self, id: Id) {
+		// Removed and added again in one batch: the later step wins, as applied in order.
+		if !self.gone.is_empty() {
+			self.gone.retain(|gone| *gone != id);
+		}
+		// New ids are the largest, so this is nearly always a push.
+		if let Err(at) = self.ids.binary_search(&id) {
+			self.ids.insert(at, id);
+		}
+	}
+
+	/// The segment's ids after the batch.
+	fn finish(mut self) -> Vec<Id> {
+		match self.gone.len() {
+			0 => {}
+			1 => {
+				if let Ok(at) = self.ids.binary_search(&self.gone[0]) {
+					self.ids.remove(at);
+				}
+			}
+			_ => {
+				self.gone.sort_unstable();
+				let gone = &self.gone;
+				self.ids.retain(|id| gone.binary_search(id).is_err());
+			}
+		}
+		self.ids
+	}
+}
+
 /// Changes collected for one commit. Built while holding the store's writer lock.
 pub struct Batch<'a> {
 	inner: &'a Inner,
 	ops: Vec<(ColId, Vec<u8>, Option<Vec<u8>>)>,
-	segments: BTreeMap<(PostingKey, Id), Vec<Id>>,
+	segments: BTreeMap<(PostingKey, Id), SegmentEdit>,
 	/// Account lists touched, by key: (id, low 32 bits of the expiry), sorted by id.
 	account_lists: BTreeMap<Vec<u8>, Vec<(Id, u32)>>,
 	postings: Vec<(PostingKey, Id, bool)>,
@@ -283,17 +323,21 @@ impl<'a> Batch<'a> {
 
 	fn posting(&mut self, key: PostingKey, id: Id, add: bool) -> Result<()> {
 		let base = key.segment_base(id);
-		if !self.segments.contains_key(&(key, base)) {
-			let ids = self.inner.segment_ids(&key.segment_key(base))?;
-			self.segments.insert((key, base), ids);
-		}
-		let ids = self.segments.entry((key, base)).or_default();
-		match (ids.binary_search(&id), add) {
-			(Err(at), true) => ids.insert(at, id),
-			(Ok(at), false) => {
-				ids.remove(at);
+		let edit = match self.segments.entry((key, base)) {
+			std::collections::btree_map::Entry::Occupied(entry) => entry.into_mut(),
+			std::collections::btree_map::Entry::Vacant(entry) => {
+				// As the last commit left it: decoded already if a recent batch edited it.
+				let ids = match self.inner.writes.segments.take(&(key, base)) {
+					Some(ids) => ids,
+					None => self.inner.segment_ids(&key.segment_key(base))?,
+				};
+				entry.insert(SegmentEdit { ids, gone: Vec::new() })
 			}
-			_ => {}
+		};
+		if add {
+			edit.add(id);
+		} else {
+			edit.gone.push(id);
 		}
 		if !matches!(key, PostingKey::Expiry(_)) {
 			// Expiry lists are never queried, so never cached.
@@ -353,6 +397,11 @@ impl<'a> Batch<'a> {
 		Ok(self)
 	}
 
+	/// Whether this batch removes `hash`.
+	pub fn removes(&self, hash: &Hash) -> bool {
+		self.removed.iter().any(|(gone, _)| gone == hash)
+	}
+
 	/// Whether `hash` is stored, counting this batch's own steps.
 	fn stored(&self, hash: &Hash) -> Result<bool> {
 		if self.added.iter().any(|(added, _, _)| added == hash) {
@@ -402,9 +451,12 @@ impl<'a> Batch<'a> {
 
 	fn commit_as(mut self, replayed: Option<u64>) -> Result<Counters> {
 		let inner = self.inner;
-		for ((key, base), ids) in std::mem::take(&mut self.segments) {
+		let mut edited = Vec::with_capacity(self.segments.len());
+		for ((key, base), edit) in std::mem::take(&mut self.segments) {
+			let ids = edit.finish();
 			let value = (!ids.is_empty()).then(|| encode_segment(&ids));
 			self.ops.push((schema::COL_POSTING, key.segment_key(base), value));
+			edited.push(((key, base), ids));
 		}
 		for (key, pairs) in std::mem::take(&mut self.account_lists) {
 			let value = (!pairs.is_empty()).then(|| encode_pairs(&pairs));
@@ -448,6 +500,8 @@ impl<'a> Batch<'a> {
 
 		let publish = inner.reads.publish();
 		inner.db.stage(self.ops);
+		// Staged: the next batch that edits these segments starts from them as they are now.
+		inner.writes.segments.put_all(edited);
 		inner.writes.writeback.staged(seq);
 		if let Some(tallies) = tallies {
 			inner.writes.set_tallies(tallies);

@@ -1,5 +1,5 @@
 //! The write path: a submit is checked (`submit`), planned into one atomic change and made
-//! durable (`batch`, `intent`), staged in memory in front of parity-db (`staging`), and moved
+//! durable (`batch`, `intent`; concurrent removals share one, `group`), staged in memory in front of parity-db (`staging`), and moved
 //! into parity-db by background threads (`writeback`). `maintenance` removes what expired or
 //! no longer fits, taking an account's statements in eviction order (`priority`); `disk`
 //! refuses writes while free space is low. Opening redoes the intent log through `batch`.
@@ -9,6 +9,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod disk;
+pub(crate) mod group;
 pub(crate) mod intent;
 pub(crate) mod maintenance;
 pub(crate) mod priority;
@@ -19,16 +20,19 @@ pub(crate) mod writeback;
 use crate::{
 	allowance::AllowanceProvider,
 	error::{Error, Result},
-	index::schema::{Counters, Tallies},
+	index::schema::{Counters, Id, PostingKey, Tallies},
 };
 use disk::DiskGuard;
 use intent::IntentLog;
 use parking_lot::Mutex;
 use staging::Database;
 use statement_primitives::AccountId;
-use std::sync::{
-	atomic::{AtomicBool, AtomicU64, Ordering},
-	Arc,
+use std::{
+	collections::HashMap,
+	sync::{
+		atomic::{AtomicBool, AtomicU64, Ordering},
+		Arc,
+	},
 };
 use writeback::{Writeback, WritebackThreads};
 
@@ -58,9 +62,56 @@ pub(crate) struct Writes {
 	banned: AtomicBool,
 	/// Where the next allowance re-check slice starts.
 	allowance_cursor: Mutex<Option<AccountId>>,
+	/// Posting segments as the last commits left them, decoded (see [`Segments`]).
+	pub(crate) segments: Segments,
+	/// Concurrent removals, carried in shared batches (see `group`).
+	pub(crate) removing: group::Removals,
 	/// Position of the removal log (see [`crate::index::schema::removal_segment_key`]).
 	/// Changed by batches, under the writer lock.
 	removals: AtomicU64,
+}
+
+/// Most ids [`Segments`] holds (8 bytes each): a submit edits about six segments and the
+/// largest span 4,096 ids, so this keeps a stream's working set and bounds it at 512 KiB.
+const SEGMENT_CACHE_IDS: usize = 1 << 16;
+
+/// The posting segments recent batches edited, decoded as their commits left them, so that
+/// the next batch that edits one does not read and decode it again (a submit or removal
+/// edits four to six, most of them the same as the batch before's). Only batches write
+/// posting segments while the store is open, and each takes what it edits out and puts
+/// back what it staged, under the writer lock, so an entry is never older than the staged
+/// value; a batch that fails puts nothing back.
+#[derive(Default)]
+pub(crate) struct Segments {
+	held: Mutex<(HashMap<(PostingKey, Id), Vec<Id>>, usize)>,
+}
+
+impl Segments {
+	/// The ids of segment `key` if held, taken out.
+	pub fn take(&self, key: &(PostingKey, Id)) -> Option<Vec<Id>> {
+		let mut held = self.held.lock();
+		let ids = held.0.remove(key)?;
+		held.1 -= ids.len();
+		Some(ids)
+	}
+
+	/// Hold segments as a commit staged them, dropping everything held when over the bound.
+	pub fn put_all(&self, segments: Vec<((PostingKey, Id), Vec<Id>)>) {
+		let mut held = self.held.lock();
+		for (key, ids) in segments {
+			if ids.len() > SEGMENT_CACHE_IDS {
+				continue;
+			}
+			if held.1 + ids.len() > SEGMENT_CACHE_IDS {
+				held.0.clear();
+				held.1 = 0;
+			}
+			held.1 += ids.len();
+			if let Some(old) = held.0.insert(key, ids) {
+				held.1 -= old.len();
+			}
+		}
+	}
 }
 
 /// What opening found that the write path starts from.
@@ -101,6 +152,8 @@ impl Writes {
 			allowances,
 			banned: AtomicBool::new(start.banned),
 			allowance_cursor: Mutex::new(None),
+			removing: Default::default(),
+			segments: Default::default(),
 			removals: AtomicU64::new(start.removals),
 		})
 	}

@@ -226,13 +226,28 @@ impl Store {
 		Ok(Some(schema::le_u64_prefix(&value).ok_or_else(|| bad(schema::COL_BAN, "ban"))?))
 	}
 
-	pub(crate) fn remove_statement(&self, hash: &Hash) -> Result<()> {
+	/// Remove `hash` (and ban it), durably before returning; concurrent removals share one
+	/// batch (see `group`).
+	pub(crate) fn remove_statement(&self, hash: &Hash) -> statement_primitives::Result<()> {
 		let inner = &self.inner;
-		inner.write(|batch| {
-			if let Some(record) = inner.record(hash)? {
-				batch.remove(hash, &record, Some(inner.ban_until()))?;
-			}
-			Ok(())
+		inner.writes.removing.remove(*hash, |hashes| {
+			// A panic inside parity-db (damage to its files) is an error for the batch, as
+			// for a submit.
+			let removed = crate::error::catch_db_panic(|| {
+				inner.write(|batch| {
+					let ban_until = inner.ban_until();
+					for hash in hashes {
+						if batch.removes(hash) {
+							continue;
+						}
+						if let Some(record) = inner.record(hash)? {
+							batch.remove(hash, &record, Some(ban_until))?;
+						}
+					}
+					Ok(())
+				})
+			});
+			Ok(removed?)
 		})
 	}
 
