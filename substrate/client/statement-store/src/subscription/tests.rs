@@ -249,3 +249,20 @@ fn filters_match_on_topics_alone() {
 	assert!(matches(&TopicFilter::MatchAny(vec![c, b]), &[b]));
 	assert!(!matches(&TopicFilter::MatchAny(vec![]), &[a]));
 }
+
+#[test]
+fn a_commit_with_no_subscriber_to_match_is_done_without_the_matcher() {
+	let subscriptions = Subscriptions::with_budget(usize::MAX);
+	// The matcher is held up (its index locked here): a commit it had to match would stay
+	// unmatched until the lock goes.
+	let index = subscriptions.shared.index.lock();
+	subscriptions.notify(vec![record(1, &[1])]);
+	let matched = subscriptions.shared.matched_batch.load(Ordering::Acquire);
+	drop(index);
+	assert_eq!(matched, 1, "a commit nobody can match waited for the matcher thread");
+	// With a subscriber, the next one is the matcher's to deliver.
+	let (_, queue) = subscriptions.add(TopicFilter::Any, 1 << 20).unwrap();
+	subscriptions.notify(vec![record(2, &[1])]);
+	subscriptions.flush();
+	assert_eq!(queue.take(usize::MAX).unwrap().len(), 1);
+}
