@@ -63,9 +63,9 @@ pub(crate) struct Writes {
 	/// Where the next allowance re-check slice starts.
 	allowance_cursor: Mutex<Option<AccountId>>,
 	/// Posting segments as the last commits left them, decoded (see [`Segments`]).
-	pub(crate) segments: Segments,
+	segments: Segments,
 	/// Concurrent removals, carried in shared batches (see `group`).
-	pub(crate) removing: group::Removals,
+	removing: group::Removals,
 	/// Position of the removal log (see [`crate::index::schema::removal_segment_key`]).
 	/// Changed by batches, under the writer lock.
 	removals: AtomicU64,
@@ -83,8 +83,11 @@ const SEGMENT_CACHE_IDS: usize = 1 << 16;
 /// value; a batch that fails puts nothing back.
 #[derive(Default)]
 pub(crate) struct Segments {
-	held: Mutex<(HashMap<(PostingKey, Id), Vec<Id>>, usize)>,
+	held: Mutex<Held>,
 }
+
+/// The segments [`Segments`] holds, by list and base, and the ids in all of them.
+type Held = (HashMap<(PostingKey, Id), Vec<Id>>, usize);
 
 impl Segments {
 	/// The ids of segment `key` if held, taken out.
