@@ -69,11 +69,12 @@
 //! Either way no body is decoded, and posting lists load on first use.
 //!
 //! Queries hold a shared view lock for their whole run; a writer plans under its own lock
-//! (removals that arrive together share one batch: one intent record, one commit, one edit
-//! of each posting segment; see `write::group`; and the posting segments the last batches
-//! edited are kept decoded for the next one) without blocking readers, and takes the view lock exclusively only to publish its batch
+//! without blocking readers, and takes the view lock exclusively only to publish its batch
 //! to the staged set, the cache, the membership set and subscribers. A query therefore never
-//! sees half a change, and the cache never disagrees with the disk.
+//! sees half a change, and the cache never disagrees with the disk. Removals that arrive
+//! together share one batch: one intent record, one commit, one edit of each posting
+//! segment (see `write::group`). The posting segments the last batches edited are kept
+//! decoded for the next one.
 //!
 //! Read path: a MatchAll query intersects the posting lists of its topics (and key), taken
 //! from a per-thread memo, else the shared byte-bounded cache, else disk (parity-db's

@@ -407,7 +407,7 @@ impl<'a> Batch<'a> {
 		if self.added.iter().any(|(added, _, _)| added == hash) {
 			return Ok(true);
 		}
-		if self.removed.iter().any(|(gone, _)| gone == hash) {
+		if self.removes(hash) {
 			return Ok(false);
 		}
 		Ok(self.inner.record_id(hash)?.is_some())
