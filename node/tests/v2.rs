@@ -27,12 +27,8 @@ fn send(stream: &mut TcpStream, id: u64, method: &str, params: Value) {
 
 /// The next text message the node sent, as JSON.
 fn next(stream: &mut TcpStream) -> Value {
-	loop {
-		let (opcode, payload) = ws::read_message(stream).expect("a message within the timeout");
-		if opcode == ws::TEXT {
-			return serde_json::from_slice(&payload).unwrap();
-		}
-	}
+	let payload = ws::read_text(stream).expect("a message within the timeout");
+	serde_json::from_slice(&payload).unwrap()
 }
 
 #[test]

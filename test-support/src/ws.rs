@@ -112,6 +112,27 @@ pub fn read_message(stream: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
 	}
 }
 
+/// The next text message from the server, past pings and pongs: the server pings a session
+/// as soon as it opens, so a ping can come before the answer to a first request. A close
+/// frame is an error that says so.
+pub fn read_text(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+	loop {
+		match read_message(stream)? {
+			(TEXT, payload) => return Ok(payload),
+			(CLOSE, payload) => {
+				return Err(std::io::Error::new(
+					std::io::ErrorKind::ConnectionAborted,
+					format!(
+						"the server closed the session: {:?}",
+						String::from_utf8_lossy(&payload)
+					),
+				))
+			}
+			_ => {}
+		}
+	}
+}
+
 /// How a [`flood`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flooded {
@@ -173,6 +194,7 @@ pub fn flood(
 #[cfg(test)]
 mod tests {
 	use super::*;
+	use std::net::TcpListener;
 
 	#[test]
 	fn frames_carry_their_length_in_the_short_medium_and_long_forms() {
@@ -192,5 +214,42 @@ mod tests {
 		assert!(upgrade_request(9944, Some("http://app.example"))
 			.contains("Origin: http://app.example\r\n"));
 		assert!(!upgrade_request(9944, None).contains("Origin"));
+	}
+
+	/// A server frame (unmasked) with `first` as FIN and opcode.
+	fn server_frame(first: u8, payload: &[u8]) -> Vec<u8> {
+		let mut frame = vec![first, payload.len() as u8];
+		frame.extend_from_slice(payload);
+		frame
+	}
+
+	#[test]
+	fn a_ping_before_the_answer_is_passed_over_and_the_answer_read() {
+		let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+		let port = listener.local_addr().unwrap().port();
+		let server = std::thread::spawn(move || {
+			let (mut stream, _) = listener.accept().unwrap();
+			stream.write_all(&server_frame(0x80 | PING, b"")).unwrap();
+			stream.write_all(&server_frame(0x80 | TEXT, b"{\"result\":\"world\"}")).unwrap();
+		});
+		let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+		assert_eq!(read_text(&mut stream).unwrap(), b"{\"result\":\"world\"}");
+		server.join().unwrap();
+	}
+
+	#[test]
+	fn a_close_instead_of_the_answer_is_an_error() {
+		let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+		let port = listener.local_addr().unwrap().port();
+		let server = std::thread::spawn(move || {
+			let (mut stream, _) = listener.accept().unwrap();
+			stream.write_all(&server_frame(0x80 | PING, b"")).unwrap();
+			stream.write_all(&server_frame(0x80 | CLOSE, b"")).unwrap();
+			std::thread::sleep(std::time::Duration::from_secs(1));
+		});
+		let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+		let err = read_text(&mut stream).unwrap_err();
+		assert_eq!(err.kind(), std::io::ErrorKind::ConnectionAborted, "{err}");
+		server.join().unwrap();
 	}
 }

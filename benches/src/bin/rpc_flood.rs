@@ -158,18 +158,9 @@ fn probes(probe: &mut TcpStream, count: usize) -> Result<Latency, String> {
 	for _ in 0..count {
 		let started = Instant::now();
 		std::io::Write::write_all(probe, &frame).map_err(|err| format!("probe write: {err}"))?;
-		loop {
-			let (opcode, payload) =
-				ws::read_message(probe).map_err(|err| format!("probe read: {err}"))?;
-			if opcode == ws::TEXT {
-				if !String::from_utf8_lossy(&payload).contains("\"peers\"") {
-					return Err(format!(
-						"system_health answered {}",
-						String::from_utf8_lossy(&payload)
-					));
-				}
-				break;
-			}
+		let payload = ws::read_text(probe).map_err(|err| format!("probe read: {err}"))?;
+		if !String::from_utf8_lossy(&payload).contains("\"peers\"") {
+			return Err(format!("system_health answered {}", String::from_utf8_lossy(&payload)));
 		}
 		times.push(started.elapsed());
 	}

@@ -19,12 +19,7 @@ fn send(stream: &mut TcpStream, id: u64, method: &str, params: Value) {
 
 /// The next text message, as its exact text.
 fn next(stream: &mut TcpStream) -> String {
-	loop {
-		let (opcode, payload) = ws::read_message(stream).expect("a message in time");
-		if opcode == ws::TEXT {
-			return String::from_utf8(payload).unwrap();
-		}
-	}
+	String::from_utf8(ws::read_text(stream).expect("a message in time")).unwrap()
 }
 
 /// The exact text of a message's `result` (of an answer, or inside a notification), as the
