@@ -216,40 +216,32 @@ mod tests {
 		assert!(!upgrade_request(9944, None).contains("Origin"));
 	}
 
-	/// A server frame (unmasked) with `first` as FIN and opcode.
-	fn server_frame(first: u8, payload: &[u8]) -> Vec<u8> {
-		let mut frame = vec![first, payload.len() as u8];
-		frame.extend_from_slice(payload);
-		frame
+	/// A connection to a server that writes these whole frames (unmasked, each a FIN frame
+	/// with its opcode and a short payload) and keeps the connection open for a second.
+	fn serving(frames: &'static [(u8, &'static [u8])]) -> TcpStream {
+		let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+		let port = listener.local_addr().unwrap().port();
+		std::thread::spawn(move || {
+			let (mut stream, _) = listener.accept().unwrap();
+			for (opcode, payload) in frames {
+				stream.write_all(&[0x80 | opcode, payload.len() as u8]).unwrap();
+				stream.write_all(payload).unwrap();
+			}
+			std::thread::sleep(std::time::Duration::from_secs(1));
+		});
+		TcpStream::connect(("127.0.0.1", port)).unwrap()
 	}
 
 	#[test]
 	fn a_ping_before_the_answer_is_passed_over_and_the_answer_read() {
-		let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
-		let port = listener.local_addr().unwrap().port();
-		let server = std::thread::spawn(move || {
-			let (mut stream, _) = listener.accept().unwrap();
-			stream.write_all(&server_frame(0x80 | PING, b"")).unwrap();
-			stream.write_all(&server_frame(0x80 | TEXT, b"{\"result\":\"world\"}")).unwrap();
-		});
-		let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+		let mut stream = serving(&[(PING, b""), (TEXT, b"{\"result\":\"world\"}")]);
 		assert_eq!(read_text(&mut stream).unwrap(), b"{\"result\":\"world\"}");
-		server.join().unwrap();
 	}
 
 	#[test]
 	fn a_close_instead_of_the_answer_is_an_error() {
-		let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
-		let port = listener.local_addr().unwrap().port();
-		let server = std::thread::spawn(move || {
-			let (mut stream, _) = listener.accept().unwrap();
-			stream.write_all(&server_frame(0x80 | PING, b"")).unwrap();
-			stream.write_all(&server_frame(0x80 | CLOSE, b"")).unwrap();
-			std::thread::sleep(std::time::Duration::from_secs(1));
-		});
-		let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+		let mut stream = serving(&[(PING, b""), (CLOSE, b"")]);
 		let err = read_text(&mut stream).unwrap_err();
 		assert_eq!(err.kind(), std::io::ErrorKind::ConnectionAborted, "{err}");
-		server.join().unwrap();
 	}
 }

@@ -14,6 +14,10 @@
 //! reopening, heap after a sweep of 2-topic queries (our cache filled), peak RSS and size on
 //! disk. Heap is counted by a global allocator wrapper; RSS is the kernel's high-water mark.
 //!
+//! With `--populate`, instead: a fresh store of ours filled with N statements in a child
+//! process, signed as they go on every core (as a fixture is built), with the fill's time,
+//! the peak heap while filling, the heap once filled, peak RSS and size on disk.
+//!
 //! Options: `--dir <path>` for the fixtures (default `bench-fixtures` in the working
 //! directory), `--json` to print only the JSON summary; `--help` lists them.
 
@@ -183,7 +187,71 @@ fn crash_prep_child(dir: &Path, n: u32) {
 	std::process::exit(0);
 }
 
+/// Fill a fresh store of our kind with statements 0..n (signed here, on every core, as the
+/// fixture is built) and print what [`measure`] reads: the fill's time in the reopen field,
+/// the heap held once it is filled, the peak heap while filling, no warm figure, peak RSS and
+/// size on disk. Upstream's stage-2b store peaks at 2,830 MiB populating 4.19M.
+fn populate_child(dir: &Path, n: u32) {
+	let path = dir.join("populate");
+	let _ = std::fs::remove_dir_all(&path);
+	let keys = fixture::keys();
+	let before = LIVE.load(Ordering::Relaxed);
+	PEAK.store(before, Ordering::Relaxed);
+	let store = Store::open(fixture::config(&path), fixture::unlimited()).expect("open");
+	let filling = std::sync::atomic::AtomicBool::new(true);
+	// The sample with the most heap, every 20 ms: (heap, caches, pending changes, statements).
+	let mut highest = (0, 0, 0, 0);
+	let took = std::thread::scope(|scope| {
+		let sampler = scope.spawn(|| {
+			let mut highest = (0, 0, 0, 0);
+			while filling.load(Ordering::Relaxed) {
+				let heap = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+				if heap > highest.0 {
+					let metrics = store.metrics();
+					highest =
+						(heap, metrics.cache_bytes, metrics.pending_bytes, metrics.statements);
+				}
+				std::thread::sleep(Duration::from_millis(20));
+			}
+			highest
+		});
+		let took = fixture::fill_in_parallel(
+			"a fresh store",
+			n,
+			|i| {
+				let outcome = store.submit(fixture::statement(i, &keys), StatementSource::Local);
+				assert_eq!(outcome, SubmitResult::New, "statement {i} refused");
+			},
+			|| {
+				store.maintain().expect("maintain");
+			},
+		);
+		filling.store(false, Ordering::Relaxed);
+		highest = sampler.join().expect("sampler");
+		took
+	});
+	let filled_heap = LIVE.load(Ordering::Relaxed) - before;
+	let peak_heap = PEAK.load(Ordering::Relaxed) - before;
+	let peak_rss = peak_rss();
+	drop(store);
+	let disk = disk_size(&path);
+	std::fs::remove_dir_all(&path).expect("remove the populated store");
+	println!("{} {filled_heap} {peak_heap} 0 {peak_rss} {disk}", took.as_nanos());
+	let (heap, caches, pending, statements) = highest;
+	println!(
+		"at the highest sampled heap ({:.1} MiB, {statements} statements stored): posting and \
+		 body caches {:.1} MiB, changes not yet in parity-db's tables {:.1} MiB",
+		mib(heap),
+		mib(caches as usize),
+		mib(pending as usize)
+	);
+	std::process::exit(0);
+}
+
 fn measure_child(kind: &str, dir: &Path, n: u32) {
+	if kind == "ours-populate" {
+		return populate_child(dir, n);
+	}
 	// "ours-journal": our store opened as after a crash, without its membership snapshot.
 	// "ours-crash": after a crash, with a snapshot CRASH_CHANGES removals and admissions old.
 	let after_crash = kind == "ours-journal" || kind == "ours-crash";
@@ -269,7 +337,11 @@ fn measure(kind: &str, dir: &Path, n: u32) -> Figures {
 		.arg(n.to_string())
 		.output()
 		.expect("run measuring child");
-	let text = String::from_utf8_lossy(&output.stdout);
+	let stdout = String::from_utf8_lossy(&output.stdout);
+	let (text, more) = stdout.split_once('\n').unwrap_or((&stdout, ""));
+	if !more.trim().is_empty() {
+		eprintln!("  {}", more.trim());
+	}
 	assert!(
 		output.status.success(),
 		"measuring {kind} failed: {}",
@@ -301,6 +373,10 @@ struct Args {
 	/// Print only the JSON summary.
 	#[arg(long)]
 	json: bool,
+	/// Instead of the fixture's figures, fill a fresh store of ours of each size in a child
+	/// process (signing as it goes) and report its peak heap while filling.
+	#[arg(long)]
+	populate: bool,
 	/// Child process: prepare the "after a crash" case of a fixture.
 	#[arg(long, hide = true, num_args = 2, value_names = ["DIR", "N"])]
 	crash_prep: Option<Vec<String>>,
@@ -323,8 +399,15 @@ fn main() {
 	let json_only = args.json;
 	let sizes = if args.sizes.is_empty() { vec![100_000] } else { args.sizes };
 	let mut rows = Vec::new();
+	let mut populated = Vec::new();
 	for &n in &sizes {
 		let dir = root.join(n.to_string());
+		if args.populate {
+			std::fs::create_dir_all(&dir).expect("create the fixture directory");
+			eprintln!("populating a fresh store of {n}...");
+			populated.push((n, measure("ours-populate", &dir, n)));
+			continue;
+		}
 		generate(&dir, n);
 		eprintln!("measuring {n}...");
 		let ours = measure("ours", &dir, n);
@@ -335,7 +418,7 @@ fn main() {
 		let base = measure("baseline", &dir, n);
 		rows.push((n, ours, cold, crash, journal, base));
 	}
-	if !json_only {
+	if !json_only && !rows.is_empty() {
 		println!("| N | store | reopen | steady index heap | peak heap reopening | heap after 100 queries | peak RSS | on disk |");
 		println!("|---|---|---|---|---|---|---|---|");
 		for (n, ours, cold, crash, journal, base) in &rows {
@@ -359,6 +442,31 @@ fn main() {
 			}
 		}
 	}
+	if !json_only && !populated.is_empty() {
+		println!();
+		println!("| N | populating ours: fill time | peak heap while filling | heap once filled | peak RSS | on disk |");
+		println!("|---|---|---|---|---|---|");
+		for (n, f) in &populated {
+			println!(
+				"| {n} | {:.0} s | {:.1} MiB | {:.1} MiB | {:.0} MiB | {:.0} MiB |",
+				f.reopen.as_secs_f64(),
+				mib(f.peak_heap),
+				mib(f.steady_heap),
+				mib(f.peak_rss),
+				f.disk as f64 / MIB,
+			);
+		}
+	}
+	let populated_json = populated.iter().map(|(n, f)| {
+		format!(
+			"{{\"n\":{n},\"store\":\"ours-populate\",\"fill_s\":{:.1},\"peak_heap_bytes\":{},\"filled_heap_bytes\":{},\"peak_rss_bytes\":{},\"disk_bytes\":{}}}",
+			f.reopen.as_secs_f64(),
+			f.peak_heap,
+			f.steady_heap,
+			f.peak_rss,
+			f.disk
+		)
+	});
 	let json: Vec<String> = rows
 		.iter()
 		.flat_map(|(n, ours, cold, crash, journal, base)| {
@@ -381,6 +489,7 @@ fn main() {
 				)
 			})
 		})
+		.chain(populated_json)
 		.collect();
 	println!("{{\"memory\":[{}]}}", json.join(","));
 }
@@ -392,13 +501,18 @@ mod tests {
 
 	#[test]
 	fn every_documented_invocation_parses() {
-		assert_parses::<Args>(&["memory", "memory --dir /work/bench-fixtures 1000000 4194304"]);
+		assert_parses::<Args>(&[
+			"memory",
+			"memory --dir /work/bench-fixtures 1000000 4194304",
+			"memory --populate 4194304",
+		]);
 		let args: Args = parse_line("memory 100000 1000000 4194304").unwrap();
 		assert_eq!(args.sizes, [100_000, 1_000_000, 4_194_304]);
 		assert_eq!(args.dir, PathBuf::from("bench-fixtures"));
 		let args: Args =
 			parse_line("memory --dir /work/bench-fixtures 1000000 4194304 --json").unwrap();
-		assert_eq!((args.sizes.len(), args.json), (2, true));
+		assert_eq!((args.sizes.len(), args.json, args.populate), (2, true, false));
+		assert!(parse_line::<Args>("memory --populate 4194304").unwrap().populate);
 		let child: Args = parse_line("memory --measure ours /f/10 10").unwrap();
 		assert_eq!(child.measure.unwrap(), ["ours", "/f/10", "10"]);
 		let child: Args = parse_line("memory --crash-prep /f/10 10").unwrap();
