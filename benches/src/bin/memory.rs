@@ -200,8 +200,7 @@ fn populate_child(dir: &Path, n: u32) {
 	let store = Store::open(fixture::config(&path), fixture::unlimited()).expect("open");
 	let filling = std::sync::atomic::AtomicBool::new(true);
 	// The sample with the most heap, every 20 ms: (heap, caches, pending changes, statements).
-	let mut highest = (0, 0, 0, 0);
-	let took = std::thread::scope(|scope| {
+	let (took, highest) = std::thread::scope(|scope| {
 		let sampler = scope.spawn(|| {
 			let mut highest = (0, 0, 0, 0);
 			while filling.load(Ordering::Relaxed) {
@@ -227,8 +226,7 @@ fn populate_child(dir: &Path, n: u32) {
 			},
 		);
 		filling.store(false, Ordering::Relaxed);
-		highest = sampler.join().expect("sampler");
-		took
+		(took, sampler.join().expect("sampler"))
 	});
 	let filled_heap = LIVE.load(Ordering::Relaxed) - before;
 	let peak_heap = PEAK.load(Ordering::Relaxed) - before;

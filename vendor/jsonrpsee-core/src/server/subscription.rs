@@ -239,18 +239,35 @@ impl PendingSubscriptionSink {
 		);
 		let success = response.is_success();
 
+		// statement-store: the subscription is listed before its id goes out, so that an
+		// unsubscribe sent as soon as the client has the id finds it. Listed after the send,
+		// as released, such an unsubscribe could be served in between: it answered `false`
+		// and left the subscription open.
+		let (tx, rx) = mpsc::channel(1);
+		if success {
+			self.subscribers.lock().insert(self.uniq_sub.clone(), (self.inner.clone(), rx));
+		}
+		let unlist = |subscribers: &Subscribers, key: &SubscriptionKey| {
+			if success {
+				subscribers.lock().remove(key);
+			}
+			PendingSubscriptionAcceptError
+		};
+
 		// TODO: #1052
 		//
 		// Ideally the message should be sent only once.
 		//
 		// The same message is sent twice here because one is sent directly to the transport layer and
 		// the other one is sent internally to accept the subscription.
-		self.inner.send(response.to_json()).await.map_err(|_| PendingSubscriptionAcceptError)?;
-		self.subscribe.send(response).map_err(|_| PendingSubscriptionAcceptError)?;
+		if self.inner.send(response.to_json()).await.is_err() {
+			return Err(unlist(&self.subscribers, &self.uniq_sub));
+		}
+		if self.subscribe.send(response).is_err() {
+			return Err(unlist(&self.subscribers, &self.uniq_sub));
+		}
 
 		if success {
-			let (tx, rx) = mpsc::channel(1);
-			self.subscribers.lock().insert(self.uniq_sub.clone(), (self.inner.clone(), rx));
 			Ok(SubscriptionSink {
 				inner: self.inner,
 				method: self.method,
