@@ -188,20 +188,20 @@ async fn an_unsubscribe_sent_as_soon_as_the_id_arrives_finds_the_subscription() 
 			tokio::task::spawn_blocking(move || {
 				let mut socket = ws::connect(port).unwrap();
 				socket.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+				let mut call = |request: serde_json::Value| -> serde_json::Value {
+					socket.write_all(&ws::text(&request.to_string())).unwrap();
+					serde_json::from_slice(&ws::read_text(&mut socket).unwrap()).unwrap()
+				};
 				let mut refused = Vec::new();
 				for round in 0..500u64 {
-					let subscribe = format!(r#"{{"jsonrpc":"2.0","id":{round},"method":"hold"}}"#);
-					socket.write_all(&ws::text(&subscribe)).unwrap();
-					let answer: serde_json::Value =
-						serde_json::from_slice(&ws::read_text(&mut socket).unwrap()).unwrap();
+					let answer = call(serde_json::json!({
+						"jsonrpc": "2.0", "id": round, "method": "hold"
+					}));
 					let id = answer["result"].clone();
 					assert!(id.is_string(), "subscribe answered {answer}");
-					let unsubscribe = serde_json::json!({
+					let answer = call(serde_json::json!({
 						"jsonrpc": "2.0", "id": round, "method": "unhold", "params": [id]
-					});
-					socket.write_all(&ws::text(&unsubscribe.to_string())).unwrap();
-					let answer: serde_json::Value =
-						serde_json::from_slice(&ws::read_text(&mut socket).unwrap()).unwrap();
+					}));
 					if answer["result"] != true {
 						refused.push((round, answer));
 					}
