@@ -26,7 +26,7 @@ use cache::PostingCache;
 use parking_lot::Mutex;
 use std::{
 	collections::HashSet,
-	sync::atomic::{AtomicBool, Ordering},
+	sync::atomic::{AtomicBool, AtomicU64, Ordering},
 };
 use view::ViewLock;
 
@@ -44,6 +44,8 @@ pub(crate) struct Reads {
 	/// Whether the keyed list may be non-empty; when not, broadcasts skip subtracting it.
 	/// Set when the store holds (or admits) a statement with a key; never cleared while open.
 	keyed: AtomicBool,
+	/// Posting lists read from disk since the store opened.
+	lists_read: AtomicU64,
 	/// Statements found damaged on disk, left out of answers (see
 	/// [`crate::store::Inner::quarantine`]).
 	quarantined: Mutex<HashSet<Id>>,
@@ -58,8 +60,15 @@ impl Reads {
 			cache: PostingCache::new(config.cache_bytes),
 			bodies: BodyCache::new(config.body_cache_bytes),
 			keyed: AtomicBool::new(keyed),
+			lists_read: AtomicU64::new(0),
 			quarantined: Mutex::default(),
 		}
+	}
+
+	/// Posting lists read from disk since the store opened.
+	#[cfg(test)]
+	pub fn lists_read(&self) -> u64 {
+		self.lists_read.load(Ordering::Relaxed)
 	}
 
 	/// Hold the view shared: no commit is published until the guard is dropped.

@@ -103,3 +103,46 @@ fn a_dump_lets_a_writer_commit_between_its_pages() {
 		.unwrap();
 	assert!(pages >= 3, "{pages} pages");
 }
+
+/// A broadcast whose candidates are few leaves the statements posted to a key out by their
+/// bodies, and reads the list of them from disk only where the cache holds it: at 4.19M that
+/// list is a quarter of the store, too long for the cache, and reading it for every query made
+/// a broadcast of 6 statements 1,400x the baseline's (`full_store`, broadcasts_diverse_6).
+#[test]
+fn a_short_broadcast_does_not_read_the_keyed_list_the_cache_cannot_hold() {
+	let dir = tempfile::tempdir().unwrap();
+	let mut config = Config::new(dir.path());
+	// 64 bytes a shard of the posting cache: no list is kept.
+	config.cache_bytes = 16 * 64;
+	let store = Store::open(config, Arc::new(MapAllowances::unlimited())).unwrap();
+	let topic = statement_primitives::Topic([7; 32]);
+	let key = [9; 32];
+	let statement = |n: u32, key: Option<[u8; 32]>| {
+		TestStatement::new()
+			.expiry(u32::MAX, n)
+			.topic(0, topic)
+			.decryption_key(key)
+			.data(n.to_le_bytes())
+			.signed_ed25519(&ed25519_pair(n % 4))
+	};
+	for n in 0..50 {
+		let posted = statement(n, Some(key));
+		assert_eq!(store.submit(posted, StatementSource::Local), SubmitResult::New);
+	}
+	for n in 50..53 {
+		assert_eq!(store.submit(statement(n, None), StatementSource::Local), SubmitResult::New);
+	}
+	let before = store.inner.reads.lists_read();
+	let answer = store.broadcasts(&[topic]).unwrap();
+	let read = store.inner.reads.lists_read() - before;
+	let mut expected: Vec<Vec<u8>> = (50..53u32).map(|n| n.to_le_bytes().to_vec()).collect();
+	let mut answer = answer;
+	answer.sort();
+	expected.sort();
+	assert_eq!(answer, expected, "the broadcast holds exactly the statements without a key");
+	assert_eq!(
+		read, 1,
+		"lists read from disk for one short broadcast: the topic's, and the keyed list"
+	);
+	assert_eq!(store.posted(&[topic], key).unwrap().len(), 50);
+}
