@@ -3,12 +3,12 @@
 
 use parking_lot::RwLock;
 use statement_primitives::{
-	check_match_all, AccountId, DecryptionKey, Hash, InvalidReason, SignatureVerificationResult,
-	Statement, StatementSource, StatementStore, StatementSubscription, StatementsPage,
-	SubmitResult, Topic, TopicFilter,
+	check_match_all, AccountId, DecryptionKey, Hash, InvalidReason, RejectionReason,
+	SignatureVerificationResult, Statement, StatementSource, StatementStore, StatementSubscription,
+	StatementsPage, SubmitResult, Topic, TopicFilter,
 };
 use std::{
-	collections::{HashMap, HashSet},
+	collections::{BTreeSet, HashMap, HashSet},
 	path::Path,
 };
 
@@ -16,6 +16,7 @@ struct Entry {
 	account: AccountId,
 	key: Option<DecryptionKey>,
 	topics: Vec<Topic>,
+	/// The whole 64-bit expiry (its high half is the unix second it expires at).
 	expiry: u64,
 }
 
@@ -25,6 +26,12 @@ struct Index {
 	by_topic: HashMap<Topic, HashSet<Hash>>,
 	by_key: HashMap<Option<DecryptionKey>, HashSet<Hash>>,
 	by_account: HashMap<AccountId, HashSet<Hash>>,
+	/// With a cap: each account's statements by expiry, lowest first, as the reference's
+	/// per-account priority map orders them (empty without a cap).
+	by_priority: HashMap<AccountId, BTreeSet<(u64, Hash)>>,
+	/// Most statements an account may keep; a submit to a full account evicts its
+	/// lowest-expiry statement if the new one expires later.
+	cap: Option<u32>,
 }
 
 /// A store with the reference's in-RAM index and parity-db bodies.
@@ -36,12 +43,21 @@ pub struct RamIndexStore {
 impl RamIndexStore {
 	/// Open (or create) at `path`, rebuilding the index from every stored body.
 	pub fn open(path: &Path) -> Result<Self, parity_db::Error> {
+		Self::open_with(path, None)
+	}
+
+	/// [`RamIndexStore::open`], with each account allowed at most `max_count` statements.
+	pub fn open_capped(path: &Path, max_count: u32) -> Result<Self, parity_db::Error> {
+		Self::open_with(path, Some(max_count))
+	}
+
+	fn open_with(path: &Path, cap: Option<u32>) -> Result<Self, parity_db::Error> {
 		let mut options = parity_db::Options::with_columns(path, 1);
 		options.columns[0].uniform = true;
 		options.sync_wal = false;
 		options.stats = false;
 		let db = parity_db::Db::open_or_create(&options)?;
-		let mut index = Index::default();
+		let mut index = Index { cap, ..Index::default() };
 		db.iter_column_while(0, |item| {
 			if let Ok(statement) = Statement::from_bytes(&item.value) {
 				if let Some(account) = statement.account_id() {
@@ -72,7 +88,7 @@ impl RamIndexStore {
 		let expired: Vec<Hash> = index
 			.entries
 			.iter()
-			.filter(|(_, entry)| entry.expiry < now)
+			.filter(|(_, entry)| entry.expiry >> 32 < now)
 			.map(|(hash, _)| *hash)
 			.collect();
 		for hash in &expired {
@@ -123,21 +139,39 @@ impl Index {
 		}
 		self.by_key.entry(key).or_default().insert(hash);
 		self.by_account.entry(account).or_default().insert(hash);
-		self.entries.insert(
-			hash,
-			Entry {
-				account,
-				key,
-				topics: statement.topics().to_vec(),
-				expiry: u64::from(statement.expiration_timestamp_secs()),
-			},
-		);
+		let expiry = statement.expiry();
+		if self.cap.is_some() {
+			self.by_priority.entry(account).or_default().insert((expiry, hash));
+		}
+		self.entries
+			.insert(hash, Entry { account, key, topics: statement.topics().to_vec(), expiry });
+	}
+
+	/// With a cap, what admitting a statement of `account` expiring at `expiry` takes: `Ok`
+	/// with the statement to evict first (if the account is full), or the rejection.
+	fn make_room(&self, account: &AccountId, expiry: u64) -> Result<Option<Hash>, SubmitResult> {
+		let Some(cap) = self.cap else { return Ok(None) };
+		let Some(held) = self.by_priority.get(account) else { return Ok(None) };
+		if held.len() < cap as usize {
+			return Ok(None);
+		}
+		match held.first() {
+			Some(&(lowest, hash)) if lowest < expiry => Ok(Some(hash)),
+			Some(&(lowest, _)) => Err(SubmitResult::Rejected(RejectionReason::AccountFull {
+				submitted_expiry: expiry,
+				min_expiry: lowest,
+			})),
+			None => Ok(None),
+		}
 	}
 
 	fn remove(&mut self, hash: &Hash) -> bool {
-		let Some(Entry { account, key, topics, .. }) = self.entries.remove(hash) else {
+		let Some(Entry { account, key, topics, expiry }) = self.entries.remove(hash) else {
 			return false;
 		};
+		if let Some(set) = self.by_priority.get_mut(&account) {
+			set.remove(&(expiry, *hash));
+		}
 		for topic in &topics {
 			if let Some(set) = self.by_topic.get_mut(topic) {
 				set.remove(hash);
@@ -231,8 +265,16 @@ impl StatementStore for RamIndexStore {
 			}
 		};
 		let mut index = self.index.write();
-		if let Err(err) = self.db.commit([(0, hash.to_vec(), Some(encoding))]) {
+		let evict = match index.make_room(&account, statement.expiry()) {
+			Ok(evict) => evict,
+			Err(rejected) => return rejected,
+		};
+		let changes = evict.iter().map(|evicted| (0, evicted.to_vec(), None));
+		if let Err(err) = self.db.commit(changes.chain([(0, hash.to_vec(), Some(encoding))])) {
 			return SubmitResult::InternalError(statement_primitives::Error::Db(err.to_string()));
+		}
+		if let Some(evicted) = evict {
+			index.remove(&evicted);
 		}
 		index.insert(hash, account, &statement);
 		SubmitResult::New
@@ -295,5 +337,49 @@ impl StatementStore for RamIndexStore {
 		Err(statement_primitives::Error::Unsupported(
 			"subscriptions (the RAM-index baseline)".into(),
 		))
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+	use sp_core::Pair as _;
+	use statement_primitives::testing::TestStatement;
+
+	fn expiring(expiry: u64, n: u8) -> Statement {
+		let key = sp_core::ed25519::Pair::from_seed(&[7; 32]);
+		TestStatement::new().raw_expiry(expiry).data(vec![n; 8]).signed_ed25519(&key)
+	}
+
+	/// With a cap, a full account makes room by evicting its lowest-expiry statement, and
+	/// refuses one that would not outrank it; without one, it takes any number.
+	#[test]
+	fn a_capped_account_evicts_its_lowest_expiry_or_refuses() {
+		let dir = tempfile::tempdir().unwrap();
+		let store = RamIndexStore::open_capped(dir.path(), 2).unwrap();
+		let [low, mid, high, lower] =
+			[expiring(10, 0), expiring(20, 1), expiring(30, 2), expiring(5, 3)];
+		for statement in [&low, &mid, &high] {
+			assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+		}
+		assert!(!store.has_statement(&low.hash()), "the lowest expiry was not evicted");
+		assert!(store.has_statement(&mid.hash()) && store.has_statement(&high.hash()));
+		assert_eq!(store.statement(&low.hash()).unwrap(), None, "its body stayed");
+		assert_eq!(
+			store.submit(lower.clone(), StatementSource::Local),
+			SubmitResult::Rejected(RejectionReason::AccountFull {
+				submitted_expiry: 5,
+				min_expiry: 20
+			})
+		);
+		drop(store);
+		// Reopened with the cap, the order is rebuilt from the bodies.
+		let store = RamIndexStore::open_capped(dir.path(), 2).unwrap();
+		assert_eq!(store.submit(expiring(40, 4), StatementSource::Local), SubmitResult::New);
+		assert!(!store.has_statement(&mid.hash()));
+		drop(store);
+		let store = RamIndexStore::open(dir.path()).unwrap();
+		assert_eq!(store.submit(lower, StatementSource::Local), SubmitResult::New);
+		assert_eq!(store.statements().unwrap().len(), 3);
 	}
 }

@@ -3,7 +3,9 @@
 
 use sp_core::{ed25519, Pair};
 use statement_primitives::testing::TestStatement;
-use statement_primitives::{DecryptionKey, Statement, Topic};
+use statement_primitives::{
+	DecryptionKey, Statement, StatementSource, StatementStore, SubmitResult, Topic,
+};
 use statement_store::{Clock, Config, MapAllowances};
 use std::{
 	path::Path,
@@ -166,6 +168,42 @@ pub fn fill_in_parallel(
 	});
 	maintain();
 	started.elapsed()
+}
+
+/// Fill both stores of a fixture in `dir` (ours at `dir/ours` with `config`, the baseline at
+/// `dir/baseline`) with `statement(i, keys)` for `i` in `0..n`, signing on every core, unless
+/// a whole fixture is there already; then mark it built.
+pub fn build_both(
+	dir: &Path,
+	n: u32,
+	config: Config,
+	statement: impl Fn(u32, &[ed25519::Pair]) -> Statement + Sync,
+) {
+	if reusable(dir) {
+		return;
+	}
+	eprintln!("building fixture {} ({n} statements in each store)...", dir.display());
+	let ours = statement_store::Store::open(config, unlimited()).expect("open our store");
+	let baseline =
+		crate::baseline::RamIndexStore::open(&dir.join("baseline")).expect("open baseline");
+	let keys = keys();
+	let took = fill_in_parallel(
+		"both stores",
+		n,
+		|i| {
+			let statement = statement(i, &keys);
+			let outcome = ours.submit(statement.clone(), StatementSource::Local);
+			assert_eq!(outcome, SubmitResult::New, "our store refused statement {i}");
+			baseline.insert_verified(statement).expect("baseline insert");
+		},
+		|| {
+			ours.maintain().expect("maintain our store");
+		},
+	);
+	drop(ours);
+	drop(baseline);
+	mark_complete(dir, n);
+	eprintln!("fixture built in {:.0} s", took.as_secs_f64());
 }
 
 /// The file that marks a fixture directory as built whole.

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod client;
 pub mod fill;
 pub mod fixture;
+pub mod full;
 pub mod latency;
 pub mod node;
 

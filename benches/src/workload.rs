@@ -265,3 +265,39 @@ pub fn expire(pair: &Pair, which: &str) -> (Duration, usize) {
 	};
 	(start.elapsed(), removed)
 }
+
+/// The median over `rounds` of how long `run` takes, each time on what an untimed `setup`
+/// made (criterion's `iter_batched`, for workloads that consume their input).
+pub fn median_batched<T>(
+	rounds: usize,
+	mut setup: impl FnMut() -> T,
+	mut run: impl FnMut(T),
+) -> Duration {
+	let mut samples: Vec<Duration> = (0..rounds.max(1))
+		.map(|_| {
+			let input = setup();
+			let start = Instant::now();
+			run(input);
+			start.elapsed()
+		})
+		.collect();
+	samples.sort();
+	samples[samples.len() / 2]
+}
+
+/// Submit `statements` (new to the store) from `threads` threads at once, each taking an
+/// equal share in order (upstream's `submit_640`: 64 threads of 10); every one must be
+/// stored.
+pub fn submit_concurrently(store: &Shared, statements: Vec<Statement>, threads: usize) {
+	let share = statements.len().div_ceil(threads).max(1);
+	std::thread::scope(|scope| {
+		for part in statements.chunks(share) {
+			scope.spawn(move || {
+				for statement in part {
+					let outcome = store.submit(statement.clone(), StatementSource::Local);
+					assert_eq!(outcome, SubmitResult::New, "a concurrent submit was refused");
+				}
+			});
+		}
+	});
+}

@@ -123,35 +123,6 @@ fn evict(path: &Path) {
 #[cfg(not(target_os = "linux"))]
 fn evict(_path: &Path) {}
 
-/// Fill both stores of a fixture with statements 0..n, signing on every core.
-fn generate(dir: &Path, n: u32) {
-	if fixture::reusable(dir) {
-		return;
-	}
-	eprintln!("building fixture {} ({n} statements in each store)...", dir.display());
-	let ours = Store::open(fixture::config(&dir.join("ours")), fixture::unlimited())
-		.expect("open our store");
-	let baseline = RamIndexStore::open(&dir.join("baseline")).expect("open baseline");
-	let keys = fixture::keys();
-	let took = fixture::fill_in_parallel(
-		"both stores",
-		n,
-		|i| {
-			let statement = fixture::statement(i, &keys);
-			let outcome = ours.submit(statement.clone(), StatementSource::Local);
-			assert_eq!(outcome, SubmitResult::New, "our store refused statement {i}");
-			baseline.insert_verified(statement).expect("baseline insert");
-		},
-		|| {
-			ours.maintain().expect("maintain our store");
-		},
-	);
-	drop(ours);
-	drop(baseline);
-	fixture::mark_complete(dir, n);
-	eprintln!("fixture built in {:.0} s", took.as_secs_f64());
-}
-
 /// One store's figures, measured in a child process (`--measure <kind> <dir> <n>`).
 #[derive(Debug, Default)]
 struct Figures {
@@ -406,7 +377,7 @@ fn main() {
 			populated.push((n, measure("ours-populate", &dir, n)));
 			continue;
 		}
-		generate(&dir, n);
+		fixture::build_both(&dir, n, fixture::config(&dir.join("ours")), fixture::statement);
 		eprintln!("measuring {n}...");
 		let ours = measure("ours", &dir, n);
 		let cold = measure("ours-cold", &dir, n);
