@@ -166,6 +166,78 @@ fn statements_of_one_expiry_are_evicted_in_hash_order_as_the_reference_does() {
 }
 
 #[test]
+fn a_long_tie_keeps_its_hash_order_across_submits_and_admissions() {
+	// A tie of 100 (over the 64 from which a walk keeps its order for the next walks):
+	// each evicting submit takes the lowest hash left, and a statement admitted at or below
+	// the tie's expiry since is taken in its place when it comes first.
+	let (_dir, store, _) = store_with(100, 100_000, |_| {});
+	let mut tie: Vec<Statement> =
+		(0..100u32).map(|i| with_expiry(1, 100, None, &i.to_le_bytes())).collect();
+	for s in &tie {
+		assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+	}
+	tie.sort_by_key(|s| std::cmp::Reverse(s.hash()));
+	let mut evicting = (200..).map(|expires_in| with_expiry(1, expires_in, None, b"later"));
+	let mut evict_next = |store: &Store, expected: &Statement, what: &str| {
+		assert_eq!(store.submit(evicting.next().unwrap(), LOCAL), SubmitResult::New);
+		assert!(!store.has_statement(&expected.hash()), "{what} was not the one evicted");
+	};
+	for _ in 0..3 {
+		let lowest = tie.pop().unwrap();
+		evict_next(&store, &lowest, "the lowest hash of the tie");
+		assert!(tie.iter().all(|s| store.has_statement(&s.hash())));
+	}
+	assert_eq!(
+		store.submit(with_expiry(1, 50, None, b"lower"), LOCAL),
+		SubmitResult::Rejected(RejectionReason::AccountFull {
+			submitted_expiry: with_expiry(1, 50, None, b"lower").expiry(),
+			min_expiry: tie[0].expiry()
+		})
+	);
+
+	// Room for one, taken at the tie's expiry by a hash below every other.
+	store.remove(&tie.remove(0).hash()).unwrap();
+	let below = (0u32..)
+		.map(|i| with_expiry(1, 100, None, &[b"below".as_slice(), &i.to_le_bytes()].concat()))
+		.find(|s| tie.iter().all(|other| s.hash() < other.hash()))
+		.unwrap();
+	assert_eq!(store.submit(below.clone(), LOCAL), SubmitResult::New);
+	evict_next(&store, &below, "the statement admitted into the tie with its lowest hash");
+
+	// Room for one, taken below the tie's expiry.
+	store.remove(&tie.remove(0).hash()).unwrap();
+	let lower = with_expiry(1, 50, None, b"lower");
+	assert_eq!(store.submit(lower.clone(), LOCAL), SubmitResult::New);
+	evict_next(&store, &lower, "the statement admitted below the tie's expiry");
+	let lowest = tie.pop().unwrap();
+	evict_next(&store, &lowest, "the lowest hash of the tie, after the admissions");
+	assert!(tie.iter().all(|s| store.has_statement(&s.hash())));
+}
+
+#[test]
+fn a_refused_submit_that_walked_past_the_lowest_expiry_leaves_the_order_as_it_was() {
+	// A submit that must evict the 10 of the lowest expiry and one of a long tie above it,
+	// then is refused (the store is full): the walk read the tie, but it is not the account's
+	// lowest, so the next eviction still takes the lowest expiry first.
+	let low: Vec<Statement> = (0..10u8).map(|i| with_expiry(1, 50, None, &[i])).collect();
+	let tie: Vec<Statement> = (10..110u8).map(|i| with_expiry(1, 100, None, &[i])).collect();
+	let filled: usize = low.iter().chain(&tie).map(|s| s.encode().len()).sum();
+	let (_dir, store, _) =
+		store_with(110, 2000, |config| config.max_total_size = filled as u64 + 100);
+	for s in low.iter().chain(&tie) {
+		assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+	}
+	assert_eq!(
+		store.submit(with_expiry(1, 200, None, &[7; 1901]), LOCAL),
+		SubmitResult::Rejected(RejectionReason::StoreFull)
+	);
+	assert_eq!(store.submit(with_expiry(1, 200, None, b"later"), LOCAL), SubmitResult::New);
+	let lowest = low.iter().min_by_key(|s| s.hash()).unwrap();
+	assert!(!store.has_statement(&lowest.hash()), "the lowest expiry's lowest hash goes first");
+	assert!(tie.iter().all(|s| store.has_statement(&s.hash())));
+}
+
+#[test]
 fn size_allowance_evicts_as_many_as_needed() {
 	let (_dir, store, _) = store_with(10, 10, |_| {});
 	let a = with_expiry(1, 100, None, b"aaaa");

@@ -197,6 +197,7 @@ impl<'a> Batch<'a> {
 		let id = self.counters.next_id;
 		self.counters.next_id += 1;
 		let record = Record::new(id, account, statement, encoding.len());
+		self.inner.writes.ties.admitting(&account, record.expiry);
 		let body = schema::body_value(&hash, &encoding);
 		self.ops.push((schema::COL_BODY, schema::body_key(id).to_vec(), Some(body)));
 		self.ops.push((schema::COL_HASH, hash.to_vec(), Some(record.hash_value().to_vec())));

@@ -15,6 +15,7 @@ pub(crate) mod maintenance;
 pub(crate) mod priority;
 pub(crate) mod staging;
 pub(crate) mod submit;
+pub(crate) mod ties;
 pub(crate) mod writeback;
 
 use crate::{
@@ -69,6 +70,9 @@ pub(crate) struct Writes {
 	/// Position of the removal log (see [`crate::index::schema::removal_segment_key`]).
 	/// Changed by batches, under the writer lock.
 	removals: AtomicU64,
+	/// The order of long eviction ties, kept from walk to walk (see [`ties::Ties`]).
+	/// Used under the writer lock.
+	ties: ties::Ties,
 }
 
 /// Most ids [`Segments`] holds (8 bytes each): a submit edits about six segments and the
@@ -158,6 +162,7 @@ impl Writes {
 			removing: Default::default(),
 			segments: Default::default(),
 			removals: AtomicU64::new(start.removals),
+			ties: Default::default(),
 		})
 	}
 
