@@ -430,10 +430,12 @@ struct Args {
 	/// started later on a quiet machine.
 	#[arg(long)]
 	build_only: bool,
-	/// Leave out the eviction group (at 4.19M it takes ours about 11 minutes: see
-	/// benches/README.md, "Where we miss"), for a rerun of the other groups.
+	/// Leave out the eviction group, for a rerun of the other groups.
 	#[arg(long)]
 	no_eviction: bool,
+	/// Run the eviction group alone (and reopening), for a profile of it (`perf record`).
+	#[arg(long, conflicts_with = "no_eviction")]
+	only_eviction: bool,
 }
 
 fn fixture_size(text: &str) -> Result<u32, String> {
@@ -459,9 +461,11 @@ fn main() {
 	let ours = Store::open(config(&dir.join("ours"), n), allowances(None)).expect("open ours");
 	let baseline = RamIndexStore::open(&dir.join("baseline")).expect("open baseline");
 	let stores: [&Shared; 2] = [&ours, &baseline];
-	eprintln!("reads...");
-	let mut rows = run.reads(stores);
-	eprintln!("writes...");
+	let mut rows = Vec::new();
+	if !args.only_eviction {
+		eprintln!("reads...");
+		rows.extend(run.reads(stores));
+	}
 	let now = || {
 		std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs()
 	};
@@ -471,7 +475,10 @@ fn main() {
 	let baseline_maintain = || {
 		baseline.expire(now()).expect("baseline expiry");
 	};
-	rows.extend(run.writes(stores, [&ours_maintain, &baseline_maintain]));
+	if !args.only_eviction {
+		eprintln!("writes...");
+		rows.extend(run.writes(stores, [&ours_maintain, &baseline_maintain]));
+	}
 	// What the write groups added goes, then the 65th account is filled to a fixture
 	// account's count for the eviction group.
 	let sacrifice = run.sacrifice.public().0;
