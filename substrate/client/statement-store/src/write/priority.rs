@@ -3,10 +3,10 @@
 //!
 //! The account lists hold ids and expiries, not hashes, so ordering statements of one expiry
 //! reads every one of them. A walk that orders a long tie keeps the order (hash and id) for
-//! the walks after it ([`super::ties::Ties`]), so that an account of 65,536 statements of one expiry does
-//! not cost 65,536 reads on every submit that evicts from it. A kept order stays true: ids
-//! are never reused, a statement removed since is told by the membership set, and admitting
-//! a statement to the account at or below the tie's expiry drops it.
+//! the walks after it ([`super::ties::Ties`]), so that an account of 65,536 statements of one
+//! expiry does not cost 65,536 reads on every submit that evicts from it. A kept order stays
+//! true: ids are never reused, a statement removed since is told by the membership set, and
+//! admitting a statement to the account at or below the tie's expiry drops it.
 
 use super::ties::Tie;
 use crate::{
@@ -60,7 +60,8 @@ pub struct AccountWalk<'a> {
 	second: Vec<(u64, Id)>,
 	/// Statements of one expiry, read and ordered by hash, highest first: the next ones.
 	tied: Vec<(u64, Hash, Record)>,
-	/// A kept tie the walk starts with (see [`super::ties::Ties`]); given back when the walk ends.
+	/// A kept tie the walk starts with (see [`super::ties::Ties`]); given back when the walk
+	/// ends.
 	kept: Option<Tie>,
 	/// How much of `kept.order` is left to take.
 	at: usize,

@@ -14,7 +14,8 @@ pub(super) const KEPT_IDS: usize = 1 << 17;
 pub(super) const KEPT_PER_TIE: usize = 1 << 13;
 
 /// The order of the statements of an account's lowest expiry, kept from walk to walk (see the
-/// module's comment of [`super::priority`]), for a few accounts at most: those evicting from long ties.
+/// module's comment of [`super::priority`]), for a few accounts at most: those evicting from
+/// long ties.
 pub(crate) struct Ties {
 	pub(super) held: Mutex<HashMap<AccountId, Tie>>,
 	/// Most statements one tie keeps: [`KEPT_PER_TIE`], lowered by tests to reach the
