@@ -4,7 +4,8 @@
 //! query (n / 10); given `hash`, `statement(hash)` over every statement in turn (each
 //! looked up once per pass, as `compare` does, so that the body cache rarely holds it); given
 //! `dump`, `statements()`; given `cold`, the 2-topic query after dropping our caches each
-//! time (`compare`'s cold figure; the baseline has no caches to drop).
+//! time (`compare`'s cold figure; the baseline has no caches to drop); given `hit` or `miss`,
+//! `has_statement` over every stored hash in turn, or over as many hashes that are not stored.
 //!
 //! ```sh
 //! cargo build --release -p statement-store-benches --example profile_query
@@ -13,6 +14,7 @@
 //! target/release/examples/profile_query ours 200000 10 hash
 //! target/release/examples/profile_query ours 200000 10 dump
 //! target/release/examples/profile_query ours 200000 10 cold
+//! target/release/examples/profile_query baseline 1000000 10 miss
 //! ```
 
 use statement_store_benches::{fixture, workload};
@@ -44,6 +46,25 @@ fn main() {
 			queries += 1;
 		}
 		println!("{which}: {:?} per dump over {queries}", start.elapsed() / queries as u32);
+		return;
+	}
+	if let Some(hit) =
+		mode.as_deref().and_then(|mode| ["miss", "hit"].iter().position(|&m| m == mode))
+	{
+		let absent: Vec<_> = (0..hashes.len() as u64)
+			.map(|n| statement_primitives::hash_encoded(&n.to_le_bytes()))
+			.collect();
+		let asked = if hit == 1 { &hashes } else { &absent };
+		while start.elapsed() < Duration::from_secs(seconds) {
+			for hash in asked {
+				assert_eq!(store.has_statement(std::hint::black_box(hash)), hit == 1);
+			}
+			queries += asked.len() as u64;
+		}
+		println!(
+			"{which}: {:?} per has_statement over {queries}",
+			start.elapsed() / queries as u32
+		);
 		return;
 	}
 	if mode.as_deref() == Some("hash") {

@@ -57,8 +57,9 @@
 //! segment or the counters, is written once.)
 //!
 //! The in-memory membership set that answers `has_statement` and gives the id for a lookup
-//! by hash (about 21 bytes a statement) is written to [`SNAPSHOT_FILE`] (6 bytes of
-//! fingerprint and 1-8 of id a statement) when the store closes, and by
+//! by hash (about 9 bytes a statement: 58 bits of the hash, most of them implied by where
+//! they sit, and the id) is written to [`SNAPSHOT_FILE`] (6 bytes of fingerprint and 1-8 of
+//! id a statement) when the store closes, and by
 //! maintenance every [`Config::snapshot_changes`] changes ([`Store::write_snapshot`]). Every
 //! removal is also appended to a removal log (id and fingerprint, in meta-column segments).
 //! Opening reads the snapshot; if the database moved on since (a crash), it adds the

@@ -1,35 +1,33 @@
 //! Which hashes the store holds, answered from memory for every gossiped statement.
 //!
-//! Keeps a 64-bit fingerprint of each hash (its first 8 bytes, big-endian) and the statement's
-//! id beside it. A hash that is not stored is reported as stored only if it shares its
-//! fingerprint with a stored one: about n / 2^64, 2e-13 at 4M statements. The set is a
-//! multiset, so removing one of two hashes that share a fingerprint does not hide the other.
-//! The ids make a lookup by hash one read: the set gives the id, the body (which holds its
-//! hash, see `schema::body_value`) confirms it.
+//! Keeps 58 bits of each hash (its first 8 bytes, big-endian, less the lowest 6: the
+//! fingerprint) and the statement's id beside them. A hash that is not stored is reported as
+//! stored only if it shares those bits with a stored one: about n / 2^58, 1.5e-11 at 4.19M
+//! statements. Admission does not rely on it (it confirms a hit in the hash column); gossip's
+//! `has_statement` does, and would skip such a statement. The set is a multiset, so removing
+//! one of two hashes that share a fingerprint does not hide the other. The ids make a lookup
+//! by hash one read: the set gives the id, the body (which holds its hash, see
+//! `schema::body_value`) confirms it.
 //!
-//! Layout, for few memory accesses a lookup: 64 shards, each behind its own lock, each a
-//! table of fingerprints in ascending order with gaps ("ordered linear probing"), and beside
-//! it a byte per slot, a tag of what the slot holds. A fingerprint's home slot is its
-//! position (the fingerprint without the bits its table's fingerprints share) scaled to the
-//! table's size; it sits at its home or a little after it, with no gap between, so a lookup
-//! reads the tags from the home slot to the next gap (usually a few bytes of one cache line)
-//! and a slot only where the tag matches: a hash that is not stored usually costs one read
-//! of the tags, a seventeenth of the memory and so far more often in the CPU's caches and
-//! TLB; a stored one costs that and its slot. (Sorted buckets would take fewer bytes, but a
-//! bucket header, then the bucket, then a binary search in it are each a cache miss once the
-//! set no longer fits the caches, which is most of the time in a node streaming bodies.)
-//! Each slot holds the statement's id beside its fingerprint, so finding the one reads the
-//! other in the same cache line. Tables are kept between 75% and 85% full, so the set takes
-//! about 21 bytes a statement, 85 MiB at 4.19M.
+//! Layout, for few bytes and few memory accesses a lookup: 64 shards, each behind its own
+//! lock, each a table of 64-byte buckets (see `table`). A fingerprint's home bucket is its
+//! fraction of the table's buckets, so the bucket carries its top bits and an entry stores
+//! the rest, beside the id's offset from the table's smallest id, in as few bits as the two
+//! need: 63 bits at 4.19M statements (39 of fingerprint, 22 of id, 2 of state), eight
+//! entries to a bucket. A lookup reads the home bucket, one cache line, and only if some of
+//! that home's entries had to go to their second bucket, that one too. Tables are kept 84-95%
+//! full and read back 90% full, so the set takes about 8.9 bytes a statement at 4.19M
+//! (37 MiB; it took 21 bytes, 85 MiB, with whole 64-bit fingerprints and ids beside a tag
+//! byte). Ids that span more take more: 2^32 ids apart, 7 entries to a bucket (10 bytes).
 //!
 //! The set is written to a snapshot file when the store closes and every so often while it
 //! runs (see `Store::maintain`), and read back when it opens, so that reopening does not walk
 //! the admission journal: after a clean stop the snapshot is exact; after a crash the store
 //! adds what the journal admitted and takes out what the removal log removed since it. The
-//! file lists 65,536 buckets (by the fingerprint's top 16 bits), each its count and then its
-//! fingerprints' low 48 bits in order, each followed by its id in as few bytes as the largest
-//! id needs (the header says how many). Loading it fills the tables on up to four threads while
-//! the file is read and checked.
+//! file lists 65,536 buckets (by the fingerprint's top 16 bits), shard by shard, each its
+//! count and then its fingerprints' low 48 bits in order, each followed by its id in as few
+//! bytes as the largest id needs (the header says how many). Loading it fills the tables on
+//! up to four threads while the file is read and checked.
 
 use crate::index::schema::{fingerprint, Id, REMOVAL_SEGMENT};
 use parking_lot::{Mutex, RwLock};
@@ -139,18 +137,35 @@ impl Default for Membership {
 }
 
 impl Membership {
+	/// An empty set sized for `count` statements of ids below `next_id`, so that filling it
+	/// lays no table out twice.
+	pub fn sized(count: u64, next_id: Id) -> Membership {
+		let per_shard = (count / SHARDS as u64) as usize;
+		Membership {
+			shards: (0..SHARDS).map(|_| RwLock::new(Table::sized(per_shard, 0, next_id))).collect(),
+		}
+	}
+
+	/// Once filled: each table's ids in fewer bits where their span allows more a bucket.
+	pub fn compact(&self) {
+		for shard in &self.shards {
+			shard.write().compact();
+		}
+	}
+
 	/// Whether `hash` is (almost certainly) stored.
 	pub fn contains(&self, hash: &Hash) -> bool {
 		self.contains_fingerprint(fingerprint(hash))
 	}
 
-	/// Whether a hash with this fingerprint (its first 8 bytes, big-endian) is stored.
+	/// Whether a hash with this fingerprint (its first 8 bytes, big-endian; bits 0-5 are not
+	/// kept) is stored.
 	pub fn contains_fingerprint(&self, fingerprint: u64) -> bool {
 		self.shards[shard_of(fingerprint)].read().contains(fingerprint)
 	}
 
 	/// The ids of the stored statements whose hash has this hash's fingerprint: usually
-	/// none or one; two or more only where hashes share their first 8 bytes.
+	/// none or one; two or more only where hashes share the 58 bits the set keeps.
 	pub fn ids(&self, hash: &Hash) -> Ids {
 		let fingerprint = fingerprint(hash);
 		let mut ids = Ids::default();
@@ -160,9 +175,7 @@ impl Membership {
 
 	/// Whether statement `id` is held under this fingerprint.
 	pub fn holds(&self, fingerprint: u64, id: Id) -> bool {
-		let mut held = false;
-		self.shards[shard_of(fingerprint)].read().ids_of(fingerprint, |found| held |= found == id);
-		held
+		self.shards[shard_of(fingerprint)].read().holds(fingerprint, id)
 	}
 
 	/// Record a stored hash and its statement's id.
@@ -183,7 +196,7 @@ impl Membership {
 		self.shards[shard_of(fingerprint)].write().remove(fingerprint, id);
 	}
 
-	/// A copy of the set as it is now (about 21 bytes a statement).
+	/// A copy of the set as it is now (about 9 bytes a statement).
 	pub fn copy(&self) -> Membership {
 		Membership {
 			shards: self.shards.iter().map(|shard| RwLock::new(shard.read().clone())).collect(),
@@ -196,7 +209,7 @@ impl Membership {
 			.iter()
 			.map(|shard| {
 				let shard = shard.read();
-				(shard.len + shard.zeros.len()) as u64
+				shard.len as u64
 			})
 			.sum()
 	}
@@ -204,13 +217,7 @@ impl Membership {
 	/// Heap bytes held by the set.
 	#[cfg(test)]
 	pub fn heap_bytes(&self) -> usize {
-		self.shards
-			.iter()
-			.map(|shard| {
-				let shard = shard.read();
-				shard.slots.capacity() * 16 + shard.tags.capacity()
-			})
-			.sum()
+		self.shards.iter().map(|shard| shard.read().heap_bytes()).sum()
 	}
 }
 mod file;

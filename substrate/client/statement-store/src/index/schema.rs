@@ -358,7 +358,7 @@ pub const BODY_CHECK_LEN: usize = 9;
 pub const BODY_HASHED_LEN: usize = BODY_CHECK_LEN + 32;
 
 /// The 64-bit fingerprint of a hash, its first 8 bytes big-endian (so that numeric order is
-/// byte order), as the membership set keeps it.
+/// byte order); the membership set keeps 58 of its bits, the removal log all 64.
 pub fn fingerprint(hash: &Hash) -> u64 {
 	u64::from_be_bytes(hash[..8].try_into().expect("8 of 32 bytes"))
 }

@@ -129,8 +129,9 @@ impl Store {
 						counters.count
 					);
 				}
-				let set = Membership::default();
+				let set = Membership::sized(counters.count, counters.next_id);
 				let stored = hash_every_body(&db, &set, &counters, sample_bodies, &shown)?;
+				set.compact();
 				if stored.count != counters.count || stored.next_id > counters.next_id {
 					return Err(Error::Corrupt {
 						path: shown,

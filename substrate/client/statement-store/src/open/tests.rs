@@ -278,8 +278,8 @@ fn a_damaged_posting_list_never_answers_with_a_statement_of_another_topic_or_a_m
 	assert_eq!(store.metrics().corrupt, 1, "the missing one is counted");
 }
 
-/// A lookup by hash goes by the membership set's ids, which know only the hash's first 8
-/// bytes: a hash that shares them with a stored one is not answered with that statement, and
+/// A lookup by hash goes by the membership set's ids, which know only 58 bits of the hash's
+/// first 8 bytes: a hash that shares them with a stored one is not answered with that statement, and
 /// removing it removes nothing; with two candidates under one fingerprint each is tried.
 #[test]
 fn a_hash_that_shares_a_stored_ones_first_bytes_is_not_that_statement() {
@@ -290,7 +290,7 @@ fn a_hash_that_shares_a_stored_ones_first_bytes_is_not_that_statement() {
 	let real = statements[2].hash();
 	let mut fake = real;
 	fake[31] ^= 1;
-	assert!(store.has_statement(&fake), "the set answers by the first 8 bytes");
+	assert!(store.has_statement(&fake), "the set answers by the hash's first bits");
 	assert_eq!(store.statement(&fake).unwrap(), None);
 	store.remove(&fake).unwrap();
 	assert_eq!(store.statement(&real).unwrap(), Some(statements[2].clone()), "not removed");

@@ -240,8 +240,8 @@ impl Inner {
 
 	/// The checked bodies of indexed `ids`, in order, each with its hash, where the caller
 	/// does not have the hashes: each body's check must hold and the hash it holds must be
-	/// stored under its id in the membership set (a damaged body passes with odds of 2^-64,
-	/// and nothing more is read from disk for the check; see [`schema::body_value`]). Every
+	/// stored under its id in the membership set (a damaged body passes the check with odds
+	/// of 2^-64, and then the set with about n / 2^58 more; nothing more is read from disk for the check; see [`schema::body_value`]). Every
 	/// body is in that form once the store is open (the upgrade to schema 5 runs first), so
 	/// one in another is damaged.
 	pub fn bodies_from_disk(&self, ids: &[Id]) -> Result<Vec<Option<Hashed>>> {

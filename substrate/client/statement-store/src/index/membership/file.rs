@@ -13,9 +13,26 @@ use std::{
 /// Buckets in a snapshot file.
 const BUCKETS: usize = 1 << 16;
 
-/// Version 2 added [`SnapshotTag::removals`], version 3 the ids; an older file is not read
+/// Version 2 added [`SnapshotTag::removals`], version 3 the ids, version 4 the smallest id
+/// (after the ids' width, u64 LE) and lists the buckets shard by shard (the tables keep no
+/// order to list them in across shards); a version 3 file is still read, an older one is not
 /// (the store reads every body once instead).
-const MAGIC: &[u8; 8] = b"SSMEMB03";
+const MAGIC: &[u8; 8] = b"SSMEMB04";
+/// See [`MAGIC`]: buckets in numeric order.
+const MAGIC_3: &[u8; 8] = b"SSMEMB03";
+
+/// Snapshot buckets of one shard.
+const SHARD_BUCKETS: usize = BUCKETS / SHARDS;
+
+/// The snapshot bucket (top 16 bits of its fingerprints) listed `at`th in a file of version
+/// 4 (`shard_major`) or 3.
+fn bucket_at(at: usize, shard_major: bool) -> usize {
+	if shard_major {
+		(at % SHARD_BUCKETS) * SHARDS + at / SHARD_BUCKETS
+	} else {
+		at
+	}
+}
 
 impl Membership {
 	/// Write the set to `path` (through a temporary file and a rename, so a crash leaves
@@ -28,21 +45,31 @@ impl Membership {
 		write_tag(&mut out, tag)?;
 		let id_bytes = id_bytes(tag.next_id);
 		out.write_all(&[id_bytes as u8])?;
+		let smallest = self.shards.iter().filter_map(|table| table.read().smallest_id()).min();
+		out.write_all(&smallest.unwrap_or(0).to_le_bytes())?;
 		let mut entries = Vec::new();
-		for bucket in 0..BUCKETS {
-			self.shards[bucket % SHARDS].read().bucket(bucket as u64, &mut entries);
-			out.write_all(&(entries.len() as u32).to_le_bytes())?;
-			for (fingerprint, id) in &entries {
-				out.write_all(&fingerprint.to_be_bytes()[2..])?;
-				// Every id is below the tag's `next_id`; one that is not would lose its top
-				// bytes, so no snapshot is written (the next open reads the bodies instead).
-				if id_bytes < 8 && *id >> (8 * id_bytes) != 0 {
-					return Err(std::io::Error::new(
-						std::io::ErrorKind::InvalidData,
-						format!("id {id} is not below the snapshot's next id {}", tag.next_id),
-					));
+		for (shard, table) in self.shards.iter().enumerate() {
+			entries.clear();
+			entries.extend(table.read().entries());
+			entries.sort_unstable();
+			let mut rest = &entries[..];
+			for top in 0..SHARD_BUCKETS as u64 {
+				let count = rest.iter().take_while(|(kept, _)| kept >> 42 == top).count();
+				out.write_all(&(count as u32).to_le_bytes())?;
+				for &(kept, id) in &rest[..count] {
+					out.write_all(&fingerprint_of(shard, kept).to_be_bytes()[2..])?;
+					// Every id is below the tag's `next_id`; one that is not would lose its
+					// top bytes, so no snapshot is written (the next open reads the bodies
+					// instead).
+					if id_bytes < 8 && id >> (8 * id_bytes) != 0 {
+						return Err(std::io::Error::new(
+							std::io::ErrorKind::InvalidData,
+							format!("id {id} is not below the snapshot's next id {}", tag.next_id),
+						));
+					}
+					out.write_all(&id.to_le_bytes()[..id_bytes])?;
 				}
-				out.write_all(&id.to_le_bytes()[..id_bytes])?;
+				rest = &rest[count..];
 			}
 		}
 		let checksum = out.hasher.finish();
@@ -77,9 +104,11 @@ impl Membership {
 		};
 		let mut input = ChecksumReader::new(BufReader::with_capacity(1 << 20, file));
 		let mut magic = [0u8; 8];
-		if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
-			return Ok(None);
-		}
+		let shard_major = match input.read_exact(&mut magic) {
+			Ok(()) if &magic == MAGIC => true,
+			Ok(()) if &magic == MAGIC_3 => false,
+			_ => return Ok(None),
+		};
 		let expected = match read_tag(&mut input) {
 			Ok(tag) if usable(&tag) => tag,
 			_ => return Ok(None),
@@ -91,13 +120,17 @@ impl Membership {
 			return Ok(None);
 		}
 		let entry = 6 + usize::from(width[0]);
-		// Each shard's buckets come in ascending order, each sorted, so each table fills in
-		// order, sized for its share of the count. The tables are filled on helper threads
-		// (each a share of the shards) while this one reads and checks the file: filling is
-		// most of an open's work at millions of statements, much of it the kernel handing
-		// out the tables' fresh pages.
+		let mut smallest = [0u8; 8];
+		if shard_major && input.read_exact(&mut smallest).is_err() {
+			return Ok(None);
+		}
+		let smallest = u64::from_le_bytes(smallest);
+		// Each table is sized for its share of the count and the ids below the tag's next
+		// id. The tables are filled on helper threads (each a share of the shards) while this
+		// one reads and checks the file: filling is most of an open's work at millions of
+		// statements, much of it the kernel handing out the tables' fresh pages.
 		let per_shard = (expected.count / SHARDS as u64) as usize;
-		let homes = (per_shard * 100 / SHRUNK_FULL + MIN_HOMES).max(MIN_HOMES);
+		let ids = (smallest, expected.next_id);
 		std::thread::scope(|scope| -> std::io::Result<_> {
 			let mut lanes: Vec<Lane> = (0..fillers)
 				.map(|first| {
@@ -105,7 +138,7 @@ impl Membership {
 					let spawned = std::thread::Builder::new()
 						.name("statement-open".into())
 						.spawn_scoped(scope, move || {
-							let mut filler = Filler::new(first, fillers, homes, entry);
+							let mut filler = Filler::new(first, fillers, per_shard, ids, entry);
 							for batch in receive {
 								filler.fill(&batch);
 							}
@@ -114,11 +147,11 @@ impl Membership {
 					match spawned {
 						Ok(thread) => Lane::Thread(send, thread),
 						// No thread: this one fills the lane's tables too.
-						Err(_) => Lane::Here(Filler::new(first, fillers, homes, entry)),
+						Err(_) => Lane::Here(Filler::new(first, fillers, per_shard, ids, entry)),
 					}
 				})
 				.collect();
-			let read = read_buckets(&mut input, &expected, entry, &mut lanes);
+			let read = read_buckets(&mut input, &expected, entry, shard_major, &mut lanes);
 			// Every lane finishes, whatever the file turned out to be.
 			let filled: Option<Vec<Filler>> = lanes.into_iter().map(Lane::finish).collect();
 			let mut filled: Vec<Vec<Table>> = match (read?, filled) {
@@ -152,12 +185,14 @@ fn read_buckets(
 	input: &mut ChecksumReader<BufReader<std::fs::File>>,
 	expected: &SnapshotTag,
 	entry: usize,
+	shard_major: bool,
 	lanes: &mut [Lane],
 ) -> std::io::Result<bool> {
 	let mut batches: Vec<Vec<u8>> =
 		lanes.iter().map(|_| Vec::with_capacity(BATCH_BYTES + 1024)).collect();
 	let mut total = 0u64;
-	for bucket in 0..BUCKETS {
+	for at in 0..BUCKETS {
+		let bucket = bucket_at(at, shard_major);
 		let mut len = [0u8; 4];
 		if input.read_exact(&mut len).is_err() {
 			return Ok(false);
@@ -231,8 +266,6 @@ struct Filler {
 	pub(super) first: usize,
 	step: usize,
 	pub(super) tables: Vec<Table>,
-	/// Per table, the slot after the last one filled.
-	pub(super) next: Vec<usize>,
 	/// False once a bucket came out of order.
 	sound: bool,
 	/// Bytes an entry takes: 6 of fingerprint, then the id.
@@ -240,13 +273,19 @@ struct Filler {
 }
 
 impl Filler {
-	pub(super) fn new(first: usize, step: usize, homes: usize, entry: usize) -> Filler {
+	/// Tables for `per_shard` entries each, of ids from `ids.0` to below `ids.1`.
+	pub(super) fn new(
+		first: usize,
+		step: usize,
+		per_shard: usize,
+		(smallest, next_id): (Id, Id),
+		entry: usize,
+	) -> Filler {
 		let shards = (first..SHARDS).step_by(step).count();
 		Filler {
 			first,
 			step,
-			tables: (0..shards).map(|_| Table::with_homes(homes, Vec::new())).collect(),
-			next: vec![0; shards],
+			tables: (0..shards).map(|_| Table::sized(per_shard, smallest, next_id)).collect(),
 			sound: true,
 			entry,
 		}
@@ -259,8 +298,7 @@ impl Filler {
 			let (bucket, count) = (word(0) as usize, word(4) as usize);
 			let entries = &batch[8..8 + count * self.entry];
 			batch = &batch[8 + count * self.entry..];
-			let index = (bucket % SHARDS - self.first) / self.step;
-			let (table, next) = (&mut self.tables[index], &mut self.next[index]);
+			let table = &mut self.tables[(bucket % SHARDS - self.first) / self.step];
 			let mut previous = None;
 			for entry in entries.chunks_exact(self.entry) {
 				let mut bytes = [0u8; 8];
@@ -275,19 +313,15 @@ impl Filler {
 					return;
 				}
 				previous = Some(fingerprint);
-				if fingerprint == 0 {
-					table.zeros.push(id);
-				} else {
-					table.push_largest(fingerprint, id, next);
-				}
+				table.insert(fingerprint, id);
 			}
 		}
 	}
 
-	/// Once every bucket is in: grow any table that came out fuller than tables are kept.
+	/// Once every bucket is in: ids in fewer bits where a table's span allows more a bucket.
 	fn done(mut self) -> Filler {
 		for table in &mut self.tables {
-			table.finish();
+			table.compact();
 		}
 		self
 	}
