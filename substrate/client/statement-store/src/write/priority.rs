@@ -94,6 +94,10 @@ impl AccountWalk<'_> {
 			if let Some(kept) = self.next_kept()? {
 				return Ok(Some(kept));
 			}
+			// The kept tie is done and the rest of it, read by this walk, is next.
+			if !self.tied.is_empty() {
+				continue;
+			}
 			let Some(&(expiry, _)) = self.second.last() else {
 				if self.next_second()? {
 					continue;
@@ -281,6 +285,22 @@ mod tests {
 		for per_tie in [KEPT_PER_TIE, KEEP_FROM] {
 			removing_an_account_removes_each_statement_once(per_tie);
 		}
+	}
+
+	#[test]
+	fn removing_an_account_whose_last_expiry_is_a_tie_longer_than_is_kept_removes_all_of_it() {
+		// The walk keeps the lowest 64 hashes of the 150 and reads the other 86 again once
+		// those are taken; with no later expiry after the tie, it once ended there.
+		let dir = tempfile::tempdir().unwrap();
+		let (store, tie) = tied(dir.path(), KEEP_FROM);
+		let others: Vec<_> = (0..5u8).map(|i| expiring(2, 100, &[i])).collect();
+		for s in &others {
+			assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+		}
+		store.remove_by(expiring(1, 0, &[]).account_id().unwrap()).unwrap();
+		let left = tie.iter().filter(|s| store.has_statement(&s.hash())).count();
+		assert_eq!(left, 0, "every statement of the tie is removed");
+		assert_eq!(store.len(), 5, "the other account's statements are all left");
 	}
 
 	fn removing_an_account_removes_each_statement_once(per_tie: usize) {
