@@ -14,11 +14,13 @@
 //! fraction of the table's buckets, so the bucket carries its top bits and an entry stores
 //! the rest, beside the id's offset from the table's smallest id, in as few bits as the two
 //! need: 63 bits at 4.19M statements (39 of fingerprint, 22 of id, 2 of state), eight
-//! entries to a bucket. A lookup reads the home bucket, one cache line, and only if some of
-//! that home's entries had to go to their second bucket, that one too. Tables are kept 84-95%
-//! full and read back 90% full, so the set takes about 8.9 bytes a statement at 4.19M
-//! (37 MiB; it took 21 bytes, 85 MiB, with whole 64-bit fingerprints and ids beside a tag
-//! byte). Ids that span more take more: 2^32 ids apart, 7 entries to a bucket (10 bytes).
+//! entries to a bucket. A lookup reads the home bucket, one cache line, and the entry's
+//! second bucket only where a filter of what the home holds away says it could be there
+//! (about one miss in ten). Tables are kept 84-95% full and read back 90% full, so the set
+//! takes about 9.2 bytes a statement at 4.19M (36 MiB; it took 21 bytes, 85 MiB, with whole
+//! 64-bit fingerprints and ids beside a tag byte). Ids that span more take more: past 2^23
+//! (statements that stay while 8M others come and go) 7 entries to a bucket, 10.5 bytes;
+//! past 2^31, 6 and 12 bytes.
 //!
 //! The set is written to a snapshot file when the store closes and every so often while it
 //! runs (see `Store::maintain`), and read back when it opens, so that reopening does not walk

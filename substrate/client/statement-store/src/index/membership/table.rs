@@ -12,9 +12,10 @@
 //! [`WINDOW`] buckets after it, chosen by its field (cuckoo hashing: a full pair makes room
 //! by moving an entry to its other bucket). The state bits say which, so every entry's home,
 //! and from it the whole kept fingerprint, can be recovered to lay the table out again. Each
-//! home counts its entries held in their second bucket: a lookup reads the home bucket, and
-//! the second only when that count is not zero (about half the homes at 90% full). Tables
-//! are kept 84-95% full; one read back from a snapshot is 90% full.
+//! home keeps a count and a small filter of its entries held in their second bucket
+//! ([`Away`]): a lookup reads the home bucket, and the second only where the filter says an
+//! entry there could be the one wanted. Tables are kept 84-95% full; one read back from a
+//! snapshot is 90% full.
 
 use crate::index::schema::Id;
 
