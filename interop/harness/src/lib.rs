@@ -6,7 +6,7 @@
 //! node as connected, which is what a stock upstream node's block sync would do.
 //! [`node::OurNode`] is a `statement-node` process. `tests/gossip.rs` holds the scenarios.
 
-pub mod chain;
+pub use statement_interop_chain as chain;
 pub mod node;
 pub mod statements;
 pub mod upstream;

@@ -1,5 +1,6 @@
 //! What the stores need of a chain: a block type, a client that answers allowances, and a
-//! task spawner on tokio.
+//! task spawner on tokio. Shared by the interop tests (`statement-interop`) and the run
+//! beside the reference store (`statement-beside-upstream`), which builds no network.
 
 use codec::Encode;
 use sc_client_api::{in_mem, StorageData, StorageKey, StorageProvider};
