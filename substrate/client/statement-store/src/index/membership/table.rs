@@ -476,13 +476,8 @@ impl Table {
 	/// Lay the same entries (and `extra`) out over `homes` home buckets, with the base and
 	/// id width their ids need.
 	fn rebuild(&mut self, homes: usize, extra: Option<(u64, Id)>) {
-		let (mut smallest, mut largest) = (Id::MAX, 0);
-		for (_, id) in self.entries().chain(extra) {
-			smallest = smallest.min(id);
-			largest = largest.max(id);
-		}
-		let (base, id_bits) =
-			if smallest > largest { (0, 1) } else { (smallest, bits(largest - smallest)) };
+		let (base, id_bits) = span(self.entries().chain(extra))
+			.map_or((0, 1), |(smallest, largest)| (smallest, bits(largest - smallest)));
 		let mut table = Table::new(homes, base, id_bits);
 		table.random = self.random;
 		for (kept, id) in self.entries().chain(extra) {
@@ -498,13 +493,8 @@ impl Table {
 	/// After filling a table sized for a range of ids: if the ids it holds span so much less
 	/// that a bucket would hold more of them, lay it out again for their span.
 	pub(super) fn compact(&mut self) {
-		let (mut smallest, mut largest) = (Id::MAX, 0);
-		for (_, id) in self.entries() {
-			smallest = smallest.min(id);
-			largest = largest.max(id);
-		}
-		let needed = bits(largest.saturating_sub(smallest));
-		if smallest <= largest && Layout::new(self.homes, needed).slots > self.layout.slots {
+		let Some((smallest, largest)) = span(self.entries()) else { return };
+		if Layout::new(self.homes, bits(largest - smallest)).slots > self.layout.slots {
 			self.rebuild(self.homes, None);
 		}
 	}
@@ -582,6 +572,17 @@ impl Table {
 		assert!(seconds == counts, "counts of entries away from home");
 		assert!(self.seconds.iter().all(|away| away.count() > 0 || away.0 == 0));
 	}
+}
+
+/// The smallest and largest id of `entries`, `None` if there are none.
+fn span(entries: impl Iterator<Item = (u64, Id)>) -> Option<(Id, Id)> {
+	entries.fold(None, |span, (_, id)| {
+		Some(
+			span.map_or((id, id), |(smallest, largest): (Id, Id)| {
+				(smallest.min(id), largest.max(id))
+			}),
+		)
+	})
 }
 
 /// Home buckets for `count` entries `full` percent full, with ids of `id_bits`.
