@@ -23,6 +23,7 @@
 //! - [`hex`]: `0x`-hex text;
 //! - [`accounts`] and [`topic`]: the dev accounts and the one rule that turns a topic name
 //!   into bytes (both the primitives', which the node's `sign` uses too);
+//! - [`size`]: counts as command lines take them (`200k`, `1M`);
 //! - [`privileged`]: fixtures that need root or a high descriptor limit (a tmpfs to fill);
 //! - `store` (feature `store`): a store in a temporary directory that admits every account;
 //! - `cli` (feature `cli`): every documented invocation of a command line parses.
@@ -37,6 +38,7 @@ pub mod http;
 pub mod metrics;
 pub mod node;
 pub mod privileged;
+pub mod size;
 #[cfg(feature = "store")]
 pub mod store;
 pub mod topic;

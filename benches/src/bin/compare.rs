@@ -277,20 +277,9 @@ fn run_writes(statements: &[Statement], rows: &mut Vec<Row>, quick: bool) {
 
 /// A store size as `--sizes` takes it: `50000`, `200k`, `1M`.
 fn parse_size(text: &str) -> Result<u32, String> {
-	let text = text.trim();
-	let (digits, scale) = match text.strip_suffix(['k', 'K']) {
-		Some(digits) => (digits, 1_000),
-		None => match text.strip_suffix(['m', 'M']) {
-			Some(digits) => (digits, 1_000_000),
-			None => (text, 1),
-		},
-	};
-	digits
-		.parse::<u32>()
-		.ok()
-		.and_then(|number| number.checked_mul(scale))
+	statement_test_support::size::parse_count(text)
 		// The data set's indices stay below a million; fresh statements are numbered above.
-		.filter(|&size| size > 0 && size <= 1_000_000)
+		.filter(|&size| size <= 1_000_000)
 		.ok_or_else(|| {
 			format!("--sizes: {text:?} is not a store size from 1 to 1M, such as 50000 or 200k")
 		})

@@ -373,14 +373,7 @@ impl Data {
 }
 
 fn parse_size(text: &str) -> Result<u32, String> {
-	let text = text.trim().to_ascii_lowercase();
-	let (digits, scale) = match text.as_bytes().last() {
-		Some(b'k') => (&text[..text.len() - 1], 1_000),
-		Some(b'm') => (&text[..text.len() - 1], 1_000_000),
-		_ => (&text[..], 1),
-	};
-	let value: u32 = digits.parse().map_err(|_| format!("not a size: {text}"))?;
-	value.checked_mul(scale).filter(|&n| n > 0).ok_or_else(|| format!("not a size: {text}"))
+	statement_test_support::size::parse_count(text).ok_or_else(|| format!("not a size: {text}"))
 }
 
 const USAGE: &str = "usage: beside_upstream [--sizes 200k,1M] [--posted 100k] [--dir PARENT]
