@@ -25,7 +25,7 @@ impl Store {
 		let shown = inner.config.path.display().to_string();
 		// The snapshot may only cover batches parity-db holds: after a crash the intent
 		// log redoes the others, and would add them a second time.
-		let (copy, tag) = inner.writes.at_rest(|counters, removals| {
+		let (copy, tag) = inner.at_rest(|counters, removals| {
 			let tag = snapshot_tag(inner.db.raw(), counters, removals, &shown)?;
 			Ok((inner.membership.copy(), tag))
 		})?;

@@ -20,6 +20,8 @@ fn a_snapshot_prunes_the_journal_it_covers() {
 	let dir = tempfile::tempdir().unwrap();
 	let open = || open_roomy(dir.path());
 	let journal = |store: &Store| {
+		// Removals wait for their index edits (see `write::deferred`); the journal is one.
+		assert!(store.inner.settle_now());
 		store.inner.db.hand_over().unwrap();
 		let mut iter = store.inner.db.raw().iter(schema::COL_JOURNAL).unwrap();
 		iter.seek_to_first().unwrap();

@@ -258,6 +258,8 @@ impl Inner {
 					{
 						Some((encoding, hash))
 					}
+					// Removed, its index edits still to come (see `write::deferred`).
+					Some(_) if self.writes.deferred.holds(id) => None,
 					Some(_) => {
 						self.quarantine(id, "has a body that does not match its hash");
 						None
@@ -363,7 +365,7 @@ impl Inner {
 	/// The record of statement `id` from its checked body; quarantines it if the body does
 	/// not give one (its hash matched, so a build that admitted it decoded it and found a
 	/// proof).
-	fn record_of_body(&self, id: Id, body: &[u8]) -> Option<Record> {
+	pub(crate) fn record_of_body(&self, id: Id, body: &[u8]) -> Option<Record> {
 		let record = Statement::from_bytes(body)
 			.ok()
 			.and_then(|statement| Record::of(id, &statement, body.len()));

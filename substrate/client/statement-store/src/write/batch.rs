@@ -15,10 +15,11 @@ use crate::{
 use codec::Encode;
 use parity_db::ColId;
 use statement_primitives::{AccountId, Hash};
-use std::{
-	collections::{BTreeMap, HashMap},
-	time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
+
+/// The maps a batch keeps what it edits in, by key: hashed (a removal or an expiry slice looks
+/// one up for every statement it touches, and the order they are staged in does not matter).
+type Map<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 
 /// A write that waits for the writer lock or holds it this long is logged (debug): every
 /// submit queues behind the holder, so these are the stalls a client sees.
@@ -30,7 +31,7 @@ impl Inner {
 	/// Returns what `build` returns; on error nothing of the batch is visible or durable.
 	pub fn write<T>(&self, build: impl FnOnce(&mut Batch<'_>) -> Result<T>) -> Result<T> {
 		let asked = Instant::now();
-		let mut counters = self.writes.counters.lock();
+		let mut counters = self.writer()?;
 		let got = Instant::now();
 		let mut batch = Batch::new(self, *counters);
 		let out = build(&mut batch)?;
@@ -70,7 +71,7 @@ impl Inner {
 			"{path}: redoing {} changes from the intent log that the database lacks",
 			pending.len()
 		);
-		let mut counters = self.writes.counters.lock();
+		let mut counters = self.writer()?;
 		for (seq, steps) in pending {
 			let batch = Batch::new(self, *counters).redo(steps, tolerant)?;
 			*counters = batch.commit_replayed(seq)?;
@@ -135,16 +136,27 @@ impl SegmentEdit {
 	}
 }
 
+/// Where a committed batch's intent number comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sequence {
+	/// The next one: the batch is appended to the intent log as it commits.
+	Fresh,
+	/// Read from the intent log after a crash (redone).
+	Replayed(u64),
+	/// The newest of removals acknowledged earlier, each appended then (see `deferred`).
+	Acknowledged(u64),
+}
+
 /// Changes collected for one commit. Built while holding the store's writer lock.
 pub struct Batch<'a> {
 	inner: &'a Inner,
 	ops: Vec<(ColId, Vec<u8>, Option<Vec<u8>>)>,
-	segments: BTreeMap<(PostingKey, Id), SegmentEdit>,
+	segments: Map<(PostingKey, Id), SegmentEdit>,
 	/// Account lists touched, by key: (id, low 32 bits of the expiry), sorted by id.
-	account_lists: BTreeMap<Vec<u8>, Vec<(Id, u32)>>,
+	account_lists: Map<Vec<u8>, Vec<(Id, u32)>>,
 	postings: Vec<(PostingKey, Id, bool)>,
 	/// Each account touched: statements it held before the batch, and its usage now.
-	usage: HashMap<AccountId, (u32, Usage)>,
+	usage: Map<AccountId, (u32, Usage)>,
 	/// Bans placed less bans lifted.
 	bans: i64,
 	counters: Counters,
@@ -162,10 +174,10 @@ impl<'a> Batch<'a> {
 		Batch {
 			inner,
 			ops: Vec::new(),
-			segments: BTreeMap::new(),
-			account_lists: BTreeMap::new(),
+			segments: Map::default(),
+			account_lists: Map::default(),
 			postings: Vec::new(),
-			usage: HashMap::new(),
+			usage: Map::default(),
 			bans: 0,
 			counters,
 			start: counters,
@@ -289,21 +301,24 @@ impl<'a> Batch<'a> {
 	}
 
 	fn usage_mut(&mut self, account: &AccountId) -> Result<&mut Usage> {
-		if !self.usage.contains_key(account) {
-			let stored = match self.inner.db.get(schema::COL_USAGE, account)? {
-				Some(bytes) => schema::decode_value(schema::COL_USAGE, &bytes)?,
-				None => Usage::default(),
-			};
-			self.usage.insert(*account, (stored.count, stored));
-		}
-		Ok(&mut self.usage.entry(*account).or_default().1)
+		let entry = match self.usage.entry(*account) {
+			std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+			std::collections::hash_map::Entry::Vacant(entry) => {
+				let stored: Usage = match self.inner.db.get(schema::COL_USAGE, account)? {
+					Some(bytes) => schema::decode_value(schema::COL_USAGE, &bytes)?,
+					None => Usage::default(),
+				};
+				entry.insert((stored.count, stored))
+			}
+		};
+		Ok(&mut entry.1)
 	}
 
 	fn account_list(&mut self, record: &Record, add: bool) -> Result<()> {
 		let key = schema::account_list_key(&record.account, record.expiry, record.id);
 		let pairs = match self.account_lists.entry(key) {
-			std::collections::btree_map::Entry::Occupied(entry) => entry.into_mut(),
-			std::collections::btree_map::Entry::Vacant(entry) => {
+			std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+			std::collections::hash_map::Entry::Vacant(entry) => {
 				let mut pairs = Vec::new();
 				if let Some(bytes) = self.inner.db.get(schema::COL_POSTING, entry.key())? {
 					decode_pairs(&bytes, &mut pairs)
@@ -325,8 +340,8 @@ impl<'a> Batch<'a> {
 	fn posting(&mut self, key: PostingKey, id: Id, add: bool) -> Result<()> {
 		let base = key.segment_base(id);
 		let edit = match self.segments.entry((key, base)) {
-			std::collections::btree_map::Entry::Occupied(entry) => entry.into_mut(),
-			std::collections::btree_map::Entry::Vacant(entry) => {
+			std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+			std::collections::hash_map::Entry::Vacant(entry) => {
 				// As the last commit left it: decoded already if a recent batch edited it.
 				let ids = match self.inner.writes.segments.take(&(key, base)) {
 					Some(ids) => ids,
@@ -351,13 +366,20 @@ impl<'a> Batch<'a> {
 	/// cache, membership and subscribers while readers wait. Returns the counters after the
 	/// commit; on error nothing of the batch is visible or durable.
 	pub fn commit(self) -> Result<Counters> {
-		self.commit_as(None)
+		self.commit_as(Sequence::Fresh)
 	}
 
 	/// Redo a batch read from the intent log, under its original sequence number. The caller
 	/// checkpoints before relying on it.
 	pub fn commit_replayed(self, seq: u64) -> Result<Counters> {
-		self.commit_as(Some(seq))
+		self.commit_as(Sequence::Replayed(seq))
+	}
+
+	/// Apply removals acknowledged already (see `deferred`), the newest under intent batch
+	/// `seq`: they are out of the membership set and the body cache, and their intent
+	/// records are appended.
+	pub fn commit_acknowledged(self, seq: u64) -> Result<Counters> {
+		self.commit_as(Sequence::Acknowledged(seq))
 	}
 
 	/// Redo `steps` (a batch from the intent log) against the current state. `tolerant`
@@ -450,7 +472,7 @@ impl<'a> Batch<'a> {
 		Ok(Some(position))
 	}
 
-	fn commit_as(mut self, replayed: Option<u64>) -> Result<Counters> {
+	fn commit_as(mut self, sequence: Sequence) -> Result<Counters> {
 		let inner = self.inner;
 		let mut edited = Vec::with_capacity(self.segments.len());
 		for ((key, base), edit) in std::mem::take(&mut self.segments) {
@@ -485,12 +507,18 @@ impl<'a> Batch<'a> {
 			Some(self.counters.encode()),
 		));
 		let removals = self.log_removals()?;
-		let seq = replayed.unwrap_or_else(|| inner.writes.intent.next_seq());
+		let seq = match sequence {
+			Sequence::Fresh => inner.writes.intent.next_seq(),
+			Sequence::Replayed(seq) | Sequence::Acknowledged(seq) => seq,
+		};
 		self.ops.push((schema::COL_META, schema::KEY_INTENT.to_vec(), Some(seq.encode())));
-		if replayed.is_none() {
+		let replayed = matches!(sequence, Sequence::Replayed(_));
+		if sequence == Sequence::Fresh {
 			// Durable before visible: if the append fails, nothing of the batch was staged
 			// or published, and its ids and sequence number are given out again.
 			inner.writes.intent.append(seq, &self.steps)?;
+		}
+		if !replayed {
 			let bytes: usize = self
 				.ops
 				.iter()
@@ -514,9 +542,15 @@ impl<'a> Batch<'a> {
 		if self.added.iter().any(|(_, record, _)| record.decryption_key.is_some()) {
 			publish.keyed();
 		}
-		for (hash, id) in &self.removed {
-			inner.membership.remove(hash, *id);
-			publish.removed(*id);
+		if matches!(sequence, Sequence::Acknowledged(_)) {
+			// Out of the set and the cache since they were acknowledged; their ids leave
+			// the waiting set only now that no list holds them.
+			inner.writes.deferred.settled();
+		} else {
+			for (hash, id) in &self.removed {
+				inner.membership.remove(hash, *id);
+				publish.removed(*id);
+			}
 		}
 		for (hash, record, _) in &self.added {
 			inner.membership.insert(hash, record.id);
@@ -524,7 +558,7 @@ impl<'a> Batch<'a> {
 		inner.subscriptions.notify(self.added);
 		inner.metrics.set_totals(self.counters.count, self.counters.total_size);
 		drop(publish);
-		if replayed.is_none() {
+		if !replayed {
 			// The batch is durable and published: a failed hand-over here must not fail it
 			// (the caller would give its ids out again). The background threads retry.
 			if let Err(err) = inner.writes.writeback.relieve() {

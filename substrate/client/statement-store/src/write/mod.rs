@@ -8,6 +8,7 @@
 //! the counters as they stand, the removal log's position, a checkpoint, free space.
 
 pub(crate) mod batch;
+pub(crate) mod deferred;
 pub(crate) mod disk;
 pub(crate) mod group;
 pub(crate) mod intent;
@@ -67,6 +68,8 @@ pub(crate) struct Writes {
 	segments: Segments,
 	/// Concurrent removals, carried in shared batches (see `group`).
 	removing: group::Removals,
+	/// Removals acknowledged and waiting for their index edits (see `deferred`).
+	pub(crate) deferred: deferred::Deferred,
 	/// Position of the removal log (see [`crate::index::schema::removal_segment_key`]).
 	/// Changed by batches, under the writer lock.
 	removals: AtomicU64,
@@ -160,13 +163,16 @@ impl Writes {
 			banned: AtomicBool::new(start.banned),
 			allowance_cursor: Mutex::new(None),
 			removing: Default::default(),
+			deferred: Default::default(),
 			segments: Default::default(),
 			removals: AtomicU64::new(start.removals),
 			ties: Default::default(),
 		})
 	}
 
-	/// The counters as the last write left them (waits for a write under way).
+	/// The counters as the last commit left them (waits for a write under way). Removals
+	/// acknowledged and not yet applied (see `deferred`) are still in them; `next_id` is
+	/// exact.
 	pub fn counters(&self) -> Counters {
 		*self.counters.lock()
 	}
@@ -186,14 +192,6 @@ impl Writes {
 		self.removals.load(Ordering::Acquire)
 	}
 
-	/// Hold writers off, make parity-db hold every staged batch (in its log, see
-	/// [`Writeback::drain`]) and call `at_rest` with the counters and the removal log's
-	/// position that parity-db now matches.
-	pub fn at_rest<T>(&self, at_rest: impl FnOnce(&Counters, u64) -> Result<T>) -> Result<T> {
-		let counters = self.counters.lock();
-		self.writeback.drain()?;
-		at_rest(&counters, self.removals())
-	}
 
 	/// Apply everything acknowledged so far to parity-db's tables (see
 	/// [`Writeback::checkpoint`]).
@@ -217,12 +215,14 @@ impl Writes {
 	}
 
 	/// Stop the background threads and apply the last changes to parity-db's tables; then
-	/// the intent files are not needed. Called once, as the store closes.
-	pub fn close(&mut self) {
+	/// the intent files are not needed, unless `settled` is false (acknowledged removals
+	/// could not be applied, see `deferred`: the next open redoes them from those files).
+	/// Called once, as the store closes.
+	pub fn close(&mut self, settled: bool) {
 		self.threads.stop();
 		if let Err(err) = self.writeback.checkpoint() {
 			log::warn!(target: "statement-store", "writing the last commits failed: {err}");
-		} else {
+		} else if settled {
 			// parity-db now holds everything appended: the intent files are not needed.
 			self.intent.release_all();
 		}

@@ -219,6 +219,9 @@ impl Store {
 
 	/// When the ban on `hash` ends, if it is banned.
 	pub(crate) fn ban_of(&self, hash: &Hash) -> Result<Option<u64>> {
+		if let Some(until) = self.inner.writes.deferred.ban_of(hash) {
+			return Ok(Some(until));
+		}
 		if !self.inner.writes.banned.load(std::sync::atomic::Ordering::Acquire) {
 			return Ok(None);
 		}
@@ -227,25 +230,15 @@ impl Store {
 	}
 
 	/// Remove `hash` (and ban it), durably before returning; concurrent removals share one
-	/// batch (see `group`).
+	/// intent record (see `group`), and their index edits are applied later, together (see
+	/// `deferred`).
 	pub(crate) fn remove_statement(&self, hash: &Hash) -> statement_primitives::Result<()> {
 		let inner = &self.inner;
 		inner.writes.removing.remove(*hash, |hashes| {
 			// A panic inside parity-db (damage to its files) is an error for the batch, as
 			// for a submit.
 			let removed = crate::error::catch_db_panic(|| {
-				inner.write(|batch| {
-					let ban_until = inner.ban_until();
-					for hash in hashes {
-						if batch.removes(hash) {
-							continue;
-						}
-						if let Some(record) = inner.record(hash)? {
-							batch.remove(hash, &record, Some(ban_until))?;
-						}
-					}
-					Ok(())
-				})
+				inner.remove_acknowledged(hashes, inner.ban_until())
 			});
 			Ok(removed?)
 		})
