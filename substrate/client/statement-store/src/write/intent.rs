@@ -24,7 +24,8 @@
 //! A gap at the end cannot be seen in the records themselves: if the newest intent file is
 //! lost, or cut short at a record boundary, what is left reads as a complete log. So every
 //! append also writes the batch's number into a small file of its own, the *mark*
-//! (`intent.mark`: the number and its checksum, rewritten in place, synced with `sync_wal`).
+//! (`intent.mark`: the number and its checksum in one of two slots, see `mark`; synced with
+//! `sync_wal`).
 //! The mark only moves forward; opening compares it with the newest batch found in the
 //! database and the intent files, and a mark past both is a missing tail.
 
@@ -33,9 +34,7 @@ use codec::{Decode, Encode};
 use parking_lot::Mutex;
 use statement_primitives::{AccountId, Hash};
 use std::{
-	fs::File,
 	hash::Hasher,
-	io::{Seek, SeekFrom, Write},
 	path::{Path, PathBuf},
 	sync::atomic::{AtomicU64, Ordering},
 };
@@ -69,8 +68,6 @@ pub enum Step {
 /// One batch from the intent log: its sequence number and steps.
 pub type Intent = (u64, Vec<Step>);
 
-/// Intent files are named `intent-<first sequence>.log`; a new one is started past this size.
-const INTENT_FILE_BYTES: u64 = 4 << 20;
 /// Every record starts with these bytes, so that reading can find the next intact record
 /// after a damaged one.
 const MAGIC: [u8; 4] = *b"SSi2";
@@ -79,15 +76,17 @@ const RECORD_HEADER: usize = 16;
 /// Records of files written before the magic: body length, xxh64 of the body.
 const LEGACY_HEADER: usize = 12;
 
-/// The file holding the newest acknowledged batch number (see the module documentation).
-pub const MARK_FILE: &str = "intent.mark";
+mod file;
+mod mark;
+use file::IntentFile;
+pub use mark::{read_mark, MARK_FILE};
 
 struct Current {
 	/// The mark, rewritten after every append.
-	mark: File,
-	file: File,
+	mark: mark::Mark,
+	/// Intent files are named `intent-<first sequence>.log`.
+	file: IntentFile,
 	first_seq: u64,
-	bytes: u64,
 	/// A failed append could not be taken back: the next append starts a new file.
 	broken: bool,
 	/// Older files still needed, oldest first: (first sequence, path).
@@ -98,6 +97,8 @@ struct Current {
 pub struct IntentLog {
 	dir: PathBuf,
 	sync: bool,
+	/// Whether intent files are mapped (see `file`).
+	mapped: bool,
 	current: Mutex<Current>,
 	/// The sequence number the next append takes; advanced only by an append that succeeded.
 	next_seq: AtomicU64,
@@ -127,53 +128,6 @@ fn intent_files(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
 	}
 	files.sort();
 	Ok(files)
-}
-
-/// The mark's bytes: the batch number and its xxh64, both little endian.
-fn mark_bytes(seq: u64) -> [u8; 16] {
-	let mut hasher = twox_hash::XxHash64::with_seed(0);
-	hasher.write(&seq.to_le_bytes());
-	let mut bytes = [0u8; 16];
-	bytes[..8].copy_from_slice(&seq.to_le_bytes());
-	bytes[8..].copy_from_slice(&hasher.finish().to_le_bytes());
-	bytes
-}
-
-/// Rewrite the mark in place: 16 bytes at offset 0 of a file that already has them needs no
-/// new block, so a full disk does not fail it. One `pwrite` on unix (it runs on every submit).
-fn write_mark(file: &File, seq: u64, sync: bool) -> std::io::Result<()> {
-	#[cfg(unix)]
-	std::os::unix::fs::FileExt::write_all_at(file, &mark_bytes(seq), 0)?;
-	#[cfg(not(unix))]
-	{
-		let mut file = file;
-		file.seek(SeekFrom::Start(0))?;
-		file.write_all(&mark_bytes(seq))?;
-	}
-	if sync {
-		file.sync_data()?;
-	}
-	Ok(())
-}
-
-/// The newest acknowledged batch number the mark in `dir` holds; `None` if there is no mark
-/// (a database from before it) or it is damaged (logged).
-pub fn read_mark(dir: &Path) -> Option<u64> {
-	let path = dir.join(MARK_FILE);
-	let bytes = std::fs::read(&path).ok()?;
-	let seq = bytes.get(..8).map(|seq| u64::from_le_bytes(seq.try_into().expect("8 bytes")));
-	match seq {
-		Some(seq) if bytes.len() == 16 && bytes[..] == mark_bytes(seq) => Some(seq),
-		_ => {
-			log::warn!(
-				target: "statement-store",
-				"{}: the intent mark is damaged; a missing end of the intent log cannot be \
-				 detected at this open",
-				path.display()
-			);
-			None
-		}
-	}
 }
 
 /// What reading the intent files found.
@@ -225,7 +179,9 @@ pub fn read_intents(dir: &Path) -> Result<IntentRead> {
 			path: path.display().to_string(),
 			source,
 		})?;
-		if bytes.is_empty() || bytes.starts_with(&MAGIC) {
+		if bytes.iter().all(|byte| *byte == 0) {
+			// Empty, or mapped and allocated with no record yet (see `file`).
+		} else if bytes.starts_with(&MAGIC) {
 			read_records(&bytes, &path, &mut read);
 		} else {
 			read_legacy_records(&bytes, &path, &mut read);
@@ -243,6 +199,10 @@ fn read_records(bytes: &[u8], path: &Path, read: &mut IntentRead) {
 			at += RECORD_HEADER + len;
 			continue;
 		}
+		if bytes[at..].iter().all(|byte| *byte == 0) {
+			// The unwritten rest of a mapped file (see `file`).
+			break;
+		}
 		let next = (at + 1..bytes.len())
 			.filter(|from| bytes[*from..].starts_with(&MAGIC))
 			.find(|from| parse_record(&bytes[*from..]).is_some())
@@ -250,6 +210,17 @@ fn read_records(bytes: &[u8], path: &Path, read: &mut IntentRead) {
 		read.damaged.push((path.to_path_buf(), at, next - at));
 		at = next;
 	}
+}
+
+/// Where the intact records at the start of `bytes` end: the file's length unless it is
+/// mapped (then zeros follow, see `file`). Tests cut and damage records there.
+#[cfg(test)]
+pub(crate) fn records_end(bytes: &[u8]) -> usize {
+	let mut at = 0;
+	while let Some((len, _)) = parse_record(&bytes[at..]) {
+		at += RECORD_HEADER + len;
+	}
+	at
 }
 
 fn parse_record(bytes: &[u8]) -> Option<(usize, Intent)> {
@@ -299,8 +270,8 @@ fn checksum_of(len: &[u8; 4], body: &[u8]) -> u64 {
 	hasher.finish()
 }
 
-fn create_file(path: &Path) -> Result<File> {
-	File::create(path).map_err(|source| Error::Io {
+fn create_file(path: &Path, mapped: bool, first: usize) -> Result<IntentFile> {
+	IntentFile::create(path, mapped, first).map_err(|source| Error::Io {
 		operation: "create the intent file",
 		path: path.display().to_string(),
 		source,
@@ -312,34 +283,24 @@ impl IntentLog {
 	pub fn create(dir: &Path, sync: bool, next_seq: u64) -> Result<IntentLog> {
 		// Truncate: opening read every intent file, and a file of this name can only hold
 		// a record that was never acknowledged.
-		let file = create_file(&intent_path(dir, next_seq))?;
 		// Opening has compared the mark with what it found, and starts numbering after the
 		// newest batch: the mark says that one (a skipped missing tail included).
-		let mark_path = dir.join(MARK_FILE);
-		let mark = std::fs::OpenOptions::new()
-			.create(true)
-			.truncate(false)
-			.read(true)
-			.write(true)
-			.open(&mark_path)
-			.map_err(|source| Error::Io {
-				operation: "open the intent mark",
-				path: mark_path.display().to_string(),
-				source,
-			})?;
-		write_mark(&mark, next_seq - 1, sync).map_err(|source| Error::Io {
+		let mark = mark::Mark::open(dir, sync, next_seq - 1).map_err(|source| Error::Io {
 			operation: "write the intent mark",
-			path: mark_path.display().to_string(),
+			path: dir.join(MARK_FILE).display().to_string(),
 			source,
 		})?;
+		// Intent files are mapped where the mark is (the same directory and `sync`).
+		let mapped = mark.is_mapped();
+		let file = create_file(&intent_path(dir, next_seq), mapped, 0)?;
 		Ok(IntentLog {
 			dir: dir.to_path_buf(),
 			sync,
+			mapped,
 			current: Mutex::new(Current {
 				mark,
 				file,
 				first_seq: next_seq,
-				bytes: 0,
 				broken: false,
 				older: Vec::new(),
 			}),
@@ -369,29 +330,26 @@ impl IntentLog {
 		record.extend_from_slice(&checksum_of(&len, &body).to_le_bytes());
 		record.extend_from_slice(&body);
 		let mut current = self.current.lock();
-		if current.broken || current.bytes >= INTENT_FILE_BYTES {
+		if current.broken || !current.file.fits(record.len()) {
 			let path = intent_path(&self.dir, seq);
-			current.file = create_file(&path)?;
+			current.file = create_file(&path, self.mapped, record.len())?;
 			let old_first = std::mem::replace(&mut current.first_seq, seq);
 			// A broken file that held nothing but the failed record has this very name.
 			if old_first != seq {
 				current.older.push((old_first, intent_path(&self.dir, old_first)));
 			}
-			current.bytes = 0;
 			current.broken = false;
 		}
-		let written = self
-			.write(&mut current.file, &record)
-			.and_then(|()| write_mark(&current.mark, seq, self.sync));
+		let written = current
+			.file
+			.append(&record, self.sync, self.cut(record.len()))
+			.and_then(|()| current.mark.write(seq));
 		if let Err(source) = written {
 			// Take back whatever reached the file, so that neither a crash reopen nor the
 			// next record finds it. If even that fails (the file descriptor is gone, say),
 			// the next append starts a new file, where its record, under the same sequence
 			// number, supersedes any copy of this one.
-			let good = current.bytes;
-			let undone =
-				current.file.set_len(good).and_then(|()| current.file.seek(SeekFrom::Start(good)));
-			if undone.is_err() {
+			if current.file.take_back().is_err() {
 				current.broken = true;
 			}
 			return Err(Error::Io {
@@ -400,28 +358,24 @@ impl IntentLog {
 				source,
 			});
 		}
-		current.bytes += record.len() as u64;
 		self.next_seq.store(seq + 1, Ordering::Release);
 		self.last_appended.store(seq, Ordering::Release);
 		Ok(())
 	}
 
-	fn write(&self, file: &mut File, record: &[u8]) -> std::io::Result<()> {
+	/// How much of a record of `len` bytes an append that fails on purpose writes: half of
+	/// it, as when a disk fills up mid-write (tests).
+	fn cut(&self, len: usize) -> Option<usize> {
 		#[cfg(test)]
 		if self
 			.fail_appends
 			.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1))
 			.is_ok()
 		{
-			// Half a record reaches the file, as when a disk fills up mid-write.
-			file.write_all(&record[..record.len() / 2])?;
-			return Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "injected failure"));
+			return Some(len / 2);
 		}
-		file.write_all(record)?;
-		if self.sync {
-			file.sync_data()?;
-		}
-		Ok(())
+		let _ = len;
+		None
 	}
 
 	/// The file appends go to now.

@@ -1,4 +1,5 @@
 use super::*;
+use std::{fs::File, io::Write};
 
 fn steps(n: u8) -> Vec<Step> {
 	vec![
@@ -32,7 +33,7 @@ fn records_read_back_in_order_and_a_torn_tail_is_dropped() {
 	assert!(read.damaged.is_empty());
 	// Cut the last record short, as a kill during the append would.
 	let path = &read.files[0];
-	let len = std::fs::metadata(path).unwrap().len();
+	let len = records_end(&std::fs::read(path).unwrap()) as u64;
 	let file = File::options().write(true).open(path).unwrap();
 	file.set_len(len - 3).unwrap();
 	let read = read_intents(dir.path()).unwrap();
@@ -51,7 +52,7 @@ fn intact_records_after_a_damaged_one_are_kept_and_the_gap_is_named() {
 	drop(log);
 	let path = intent_files(dir.path()).unwrap()[0].1.clone();
 	let mut bytes = std::fs::read(&path).unwrap();
-	let record = bytes.len() / 10;
+	let record = records_end(&bytes) / 10;
 	// A flipped byte in the body of record 3, then one in the length of record 6.
 	bytes[2 * record + RECORD_HEADER + 5] ^= 0x40;
 	bytes[5 * record + 5] ^= 0x01;
@@ -143,4 +144,39 @@ fn released_files_are_deleted_and_the_current_one_kept() {
 	assert_eq!(left[0], *files.last().unwrap());
 	log.release_all();
 	assert!(intent_files(dir.path()).unwrap().is_empty());
+}
+
+#[test]
+fn a_mapped_file_reads_to_its_last_record_and_a_record_cut_short_before_the_zeros_is_its_end() {
+	let dir = tempfile::tempdir().unwrap();
+	let path = intent_path(dir.path(), 1);
+	let mut file = IntentFile::create(&path, true, 0).unwrap();
+	let record = |seq: u64| {
+		let body = (seq, steps(seq as u8)).encode();
+		let len = (body.len() as u32).to_le_bytes();
+		[&MAGIC[..], &len, &checksum_of(&len, &body).to_le_bytes(), &body].concat()
+	};
+	for seq in 1..=3 {
+		file.append(&record(seq), false, None).unwrap();
+	}
+	drop(file);
+	assert_eq!(std::fs::metadata(&path).unwrap().len(), file::INTENT_FILE_BYTES, "allocated");
+	let read = read_intents(dir.path()).unwrap();
+	assert_eq!(seqs(&read), vec![1, 2, 3]);
+	assert!(read.damaged.is_empty(), "the zeros after the records are not damage");
+
+	// A crash in the middle of copying record 4 leaves its first half before the zeros.
+	let mut bytes = std::fs::read(&path).unwrap();
+	let end: usize = (1..=3).map(|seq| record(seq).len()).sum();
+	let half = record(4).len() / 2;
+	bytes[end..end + half].copy_from_slice(&record(4)[..half]);
+	std::fs::write(&path, &bytes).unwrap();
+	let read = read_intents(dir.path()).unwrap();
+	assert_eq!(seqs(&read), vec![1, 2, 3]);
+	assert_eq!(read.damaged, vec![(path.clone(), end, bytes.len() - end)], "cut short at its end");
+
+	// A file allocated and never written to holds nothing.
+	let empty = IntentFile::create(&intent_path(dir.path(), 9), true, 0).unwrap();
+	drop(empty);
+	assert_eq!(seqs(&read_intents(dir.path()).unwrap()), vec![1, 2, 3]);
 }
