@@ -100,7 +100,8 @@
 //! records its sequence number). A crash never leaves a change half-applied: parity-db
 //! replays whole log records or none, and a torn intent record was never acknowledged.
 #![warn(missing_docs)]
-// One exception, with its reasons beside it: mapping the intent mark (`write::intent::mark`).
+// One exception, with its reasons beside each use: mapping the intent mark and the intent files
+// (`write::intent::mark`, `write::intent::file`).
 #![deny(unsafe_code)]
 
 mod allowance;

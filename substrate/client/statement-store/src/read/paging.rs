@@ -128,7 +128,7 @@ impl Inner {
 				if !self.membership.contains(&hash) {
 					// Asked in this order: a waiting removal leaves `deferred` only once no
 					// list holds its id (see `write::deferred`).
-					if !self.writes.deferred.holds(id) && self.is_stored_id(id)? {
+					if !self.writes.removal_waits(id) && self.is_stored_id(id)? {
 						self.quarantine(id, "has a body that does not match its hash");
 					}
 					bodies.cursor = id;

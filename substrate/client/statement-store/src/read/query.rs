@@ -259,7 +259,7 @@ impl Inner {
 						Some((encoding, hash))
 					}
 					// Removed, its index edits still to come (see `write::deferred`).
-					Some(_) if self.writes.deferred.holds(id) => None,
+					Some(_) if self.writes.removal_waits(id) => None,
 					Some(_) => {
 						self.quarantine(id, "has a body that does not match its hash");
 						None

@@ -164,7 +164,10 @@ impl Inner {
 	/// Hold writers off with every waiting removal applied, make parity-db hold every staged
 	/// batch (in its log, see [`super::writeback::Writeback::drain`]) and call `at_rest` with
 	/// the counters and the removal log's position that parity-db now matches.
-	pub(crate) fn at_rest<T>(&self, at_rest: impl FnOnce(&Counters, u64) -> Result<T>) -> Result<T> {
+	pub(crate) fn at_rest<T>(
+		&self,
+		at_rest: impl FnOnce(&Counters, u64) -> Result<T>,
+	) -> Result<T> {
 		let counters = self.writer()?;
 		self.writes.writeback.drain()?;
 		at_rest(&counters, self.writes.removals())
@@ -214,7 +217,8 @@ impl Inner {
 		self.writes.banned.store(true, Ordering::Release);
 		{
 			let publish = self.reads.publish();
-			let ids: Vec<(Hash, Id)> = found.iter().map(|(hash, record)| (*hash, record.id)).collect();
+			let ids: Vec<(Hash, Id)> =
+				found.iter().map(|(hash, record)| (*hash, record.id)).collect();
 			// Held here before the set forgets them: a reader that misses one in the set
 			// finds it here (see `Deferred::holds`).
 			self.writes.deferred.push(found, ban_until, seq);

@@ -69,7 +69,7 @@ pub(crate) struct Writes {
 	/// Concurrent removals, carried in shared batches (see `group`).
 	removing: group::Removals,
 	/// Removals acknowledged and waiting for their index edits (see `deferred`).
-	pub(crate) deferred: deferred::Deferred,
+	deferred: deferred::Deferred,
 	/// Position of the removal log (see [`crate::index::schema::removal_segment_key`]).
 	/// Changed by batches, under the writer lock.
 	removals: AtomicU64,
@@ -187,11 +187,16 @@ impl Writes {
 		*self.tallies.lock() = tallies;
 	}
 
+	/// Whether statement `id` is removed and waits for its index edits: its body is still
+	/// on disk and its id may still be in posting lists (see `deferred`).
+	pub fn removal_waits(&self, id: Id) -> bool {
+		self.deferred.holds(id)
+	}
+
 	/// The removal log's position.
 	pub fn removals(&self) -> u64 {
 		self.removals.load(Ordering::Acquire)
 	}
-
 
 	/// Apply everything acknowledged so far to parity-db's tables (see
 	/// [`Writeback::checkpoint`]).
