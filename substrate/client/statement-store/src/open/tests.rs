@@ -6,7 +6,10 @@ use crate::index::posting::encode_segment;
 use crate::index::schema::Id;
 use crate::open::fixtures::*;
 use crate::write::intent::IntentLog;
-use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult, Topic};
+use statement_primitives::testing::{ed25519_pair, TestStatement};
+use statement_primitives::{
+	Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
+};
 
 /// The store at `path`, every account allowed far more than a test submits.
 fn open_roomy(path: &std::path::Path) -> Store {
@@ -483,4 +486,97 @@ fn a_database_from_before_the_tallies_has_them_counted_once_when_opened() {
 	// Account 1 keeps statement 1.
 	store.remove(&signed(9, None).hash()).unwrap();
 	assert_eq!(tallies(&store), (7, 2), "and kept from there");
+}
+
+// Removals acknowledged before their index edits (`write::deferred`): what readers, submits,
+// reopening and the check see while they wait.
+fn open_for_removals(path: &std::path::Path) -> Store {
+	let allowances = MapAllowances::new().with_default(StatementAllowance::new(10_000, 10 << 20));
+	Store::open(Config::new(path), Arc::new(allowances)).unwrap()
+}
+
+/// Statement `n`, on topic 7, by one of four accounts.
+fn on_topic_7(n: u32) -> Statement {
+	TestStatement::new()
+		.expiry(u32::MAX, n)
+		.topic(0, Topic([7; 32]))
+		.data(n.to_le_bytes().to_vec())
+		.signed_ed25519(&ed25519_pair(n % 4))
+}
+
+fn waiting(store: &Store) -> usize {
+	store.inner.writes.removals_waiting()
+}
+
+#[test]
+fn a_removal_waiting_for_its_index_edits_is_gone_from_every_answer_and_not_damage() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open_for_removals(dir.path());
+	for n in 0..20 {
+		assert_eq!(store.submit(on_topic_7(n), StatementSource::Local), SubmitResult::New);
+	}
+	// The topic's list and bodies cached, so that the answers below start from lists
+	// that still name the removed ids.
+	assert_eq!(store.broadcasts(&[Topic([7; 32])]).unwrap().len(), 20);
+	for n in 0..3 {
+		store.remove(&on_topic_7(n).hash()).unwrap();
+	}
+	assert_eq!(waiting(&store), 3, "the removals were applied at once");
+
+	let mut data = store.broadcasts(&[Topic([7; 32])]).unwrap();
+	data.sort();
+	let mut left: Vec<Vec<u8>> = (3..20u32).map(|n| n.to_le_bytes().to_vec()).collect();
+	left.sort();
+	assert_eq!(data, left);
+	assert_eq!(store.statements().unwrap().len(), 17);
+	assert_eq!(store.len(), 17);
+	for n in 0..3 {
+		let hash = on_topic_7(n).hash();
+		assert!(!store.has_statement(&hash));
+		assert_eq!(store.statement(&hash).unwrap(), None);
+		assert_eq!(
+			store.submit(on_topic_7(n), StatementSource::Network),
+			SubmitResult::KnownExpired,
+			"statement {n} is banned from the network as soon as it is removed"
+		);
+	}
+	assert_eq!(waiting(&store), 3, "nothing above settled them");
+	// Taken for damage, they would have been counted (metrics settles them first).
+	assert_eq!(store.metrics().corrupt, 0, "a waiting removal was quarantined");
+	assert_eq!(waiting(&store), 0);
+
+	// A later write starts from the state with them applied, and so does reopening.
+	store.remove(&on_topic_7(3).hash()).unwrap();
+	assert_eq!(store.submit(on_topic_7(100), StatementSource::Local), SubmitResult::New);
+	assert_eq!(waiting(&store), 0, "the submit did not apply the waiting removal first");
+	drop(store);
+	let store = open_for_removals(dir.path());
+	assert_eq!(store.len(), 17);
+	assert_eq!(store.broadcasts(&[Topic([7; 32])]).unwrap().len(), 17);
+	let report = crate::open::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn removals_are_applied_once_the_limit_waits_and_a_local_submit_lifts_the_ban() {
+	let dir = tempfile::tempdir().unwrap();
+	let store = open_for_removals(dir.path());
+	let count = crate::write::deferred::DEFERRED_LIMIT as u32 + 10;
+	for n in 0..count {
+		assert_eq!(store.submit(on_topic_7(n), StatementSource::Local), SubmitResult::New);
+	}
+	for n in 0..crate::write::deferred::DEFERRED_LIMIT as u32 - 1 {
+		store.remove(&on_topic_7(n).hash()).unwrap();
+	}
+	assert_eq!(waiting(&store), crate::write::deferred::DEFERRED_LIMIT - 1);
+	store.remove(&on_topic_7(crate::write::deferred::DEFERRED_LIMIT as u32 - 1).hash()).unwrap();
+	assert_eq!(waiting(&store), 0, "the removal that reached the limit applied them all");
+	assert_eq!(store.broadcasts(&[Topic([7; 32])]).unwrap().len(), 10);
+	// Waiting, then submitted again by its own client: admitted, ban lifted.
+	store.remove(&on_topic_7(count - 1).hash()).unwrap();
+	assert_eq!(store.submit(on_topic_7(count - 1), StatementSource::Local), SubmitResult::New);
+	assert!(store.has_statement(&on_topic_7(count - 1).hash()));
+	assert_eq!(store.len(), 10);
+	let report = crate::open::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
 }

@@ -3,6 +3,8 @@
 //! into parity-db by background threads (`writeback`). `maintenance` removes what expired or
 //! no longer fits, taking an account's statements in eviction order (`priority`); `disk`
 //! refuses writes while free space is low. Opening redoes the intent log through `batch`.
+//! A removal is acknowledged before its index edits, which wait (`waiting`) and are applied
+//! with others before the next write (`deferred`).
 //!
 //! [`Writes`] is the state this part owns. Other parts see it only through its methods:
 //! the counters as they stand, the removal log's position, a checkpoint, free space.
@@ -17,6 +19,7 @@ pub(crate) mod priority;
 pub(crate) mod staging;
 pub(crate) mod submit;
 pub(crate) mod ties;
+pub(crate) mod waiting;
 pub(crate) mod writeback;
 
 use crate::{
@@ -69,7 +72,7 @@ pub(crate) struct Writes {
 	/// Concurrent removals, carried in shared batches (see `group`).
 	removing: group::Removals,
 	/// Removals acknowledged and waiting for their index edits (see `deferred`).
-	deferred: deferred::Deferred,
+	deferred: waiting::Deferred,
 	/// Position of the removal log (see [`crate::index::schema::removal_segment_key`]).
 	/// Changed by batches, under the writer lock.
 	removals: AtomicU64,
@@ -191,6 +194,12 @@ impl Writes {
 	/// on disk and its id may still be in posting lists (see `deferred`).
 	pub fn removal_waits(&self, id: Id) -> bool {
 		self.deferred.holds(id)
+	}
+
+	/// Removals acknowledged and waiting for their index edits (see `deferred`).
+	#[cfg(test)]
+	pub fn removals_waiting(&self) -> usize {
+		self.deferred.totals().0
 	}
 
 	/// The removal log's position.
