@@ -40,6 +40,9 @@ impl Store {
 		if let TopicFilter::MatchAll(topics) = &filter {
 			check_match_all(topics)?;
 		}
+		// The count below is taken from the posting lists, which still name removals waiting
+		// for their index edits (see `write::deferred`): apply those first.
+		self.inner.settle_now();
 		let _view = self.inner.reads.view();
 		// Every stored statement has a lower id, every later one a higher id.
 		let below = crate::index::lists::last_stored_id(&*self.inner.db)?.map_or(1, |id| id + 1);
