@@ -93,7 +93,8 @@ impl Inner {
 		at_rest(&counters, self.writes.removals())
 	}
 
-	/// Settle the waiting removals now (closing; tests). Returns whether none are left.
+	/// Settle the waiting removals now (closing, metrics, a new subscription, tests). Returns
+	/// whether none are left.
 	pub(crate) fn settle_now(&self) -> bool {
 		if !self.writes.deferred.any() {
 			return true;
