@@ -78,8 +78,7 @@ impl Store {
 	/// them itself before any other write, once 512 wait, for [`Store::metrics`], snapshots
 	/// and closing; call this to have them applied now (benchmarks charge removals this).
 	pub fn settle(&self) -> crate::error::Result<()> {
-		drop(self.inner.writer()?);
-		Ok(())
+		self.inner.settle_waiting()
 	}
 
 	/// Number of statements stored.

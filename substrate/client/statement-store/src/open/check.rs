@@ -75,7 +75,7 @@ pub(crate) fn check_open(store: &Store) -> Result<CheckReport> {
 	let inner = &store.inner;
 	// Removals acknowledged and waiting for their index edits are applied first (see
 	// `write::deferred`): the check reads what parity-db holds.
-	drop(inner.writer()?);
+	inner.settle_waiting()?;
 	inner.writes.checkpoint()?;
 	let db = inner.db.raw();
 	let mut report = CheckReport::default();

@@ -93,14 +93,19 @@ impl Inner {
 		at_rest(&counters, self.writes.removals())
 	}
 
-	/// Settle the waiting removals now (closing, metrics, a new subscription, tests). Returns
-	/// whether none are left.
-	pub(crate) fn settle_now(&self) -> bool {
-		if !self.writes.deferred.any() {
-			return true;
+	/// Apply the waiting removals now, if any wait (`Store::settle`, the check).
+	pub(crate) fn settle_waiting(&self) -> Result<()> {
+		if self.writes.deferred.any() {
+			drop(self.writer()?);
 		}
-		match self.writer() {
-			Ok(_) => true,
+		Ok(())
+	}
+
+	/// [`Inner::settle_waiting`], a failure logged (closing, metrics, a new subscription,
+	/// tests). Returns whether none are left.
+	pub(crate) fn settle_now(&self) -> bool {
+		match self.settle_waiting() {
+			Ok(()) => true,
 			Err(err) => {
 				log::error!(
 					target: "statement-store",
@@ -139,19 +144,19 @@ impl Inner {
 		// Durable before invisible; if this fails nothing changed.
 		self.writes.intent.append(seq, &steps)?;
 		self.writes.banned.store(true, Ordering::Release);
-		{
+		let (waiting, bytes) = {
 			let publish = self.reads.publish();
 			let ids: Vec<(Hash, Id)> =
 				found.iter().map(|(hash, record)| (*hash, record.id)).collect();
 			// Held here before the set forgets them: a reader that misses one in the set
 			// finds it here (see `Deferred::holds`).
-			self.writes.deferred.push(found, ban_until, seq);
+			let totals = self.writes.deferred.push(found, ban_until, seq);
 			for (hash, id) in ids {
 				self.membership.remove(&hash, id);
 				publish.removed(id);
 			}
-		}
-		let (waiting, bytes) = self.writes.deferred.totals();
+			totals
+		};
 		self.metrics.set_totals(
 			counters.count.saturating_sub(waiting as u64),
 			counters.total_size.saturating_sub(bytes),

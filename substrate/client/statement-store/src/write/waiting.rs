@@ -54,8 +54,9 @@ impl Deferred {
 		(waiting.removals.len(), waiting.bytes)
 	}
 
-	/// Add removals acknowledged under intent batch `seq`.
-	pub fn push(&self, removed: Vec<(Hash, Record)>, ban_until: u64, seq: u64) {
+	/// Add removals acknowledged under intent batch `seq`; returns the totals after (see
+	/// [`Deferred::totals`]).
+	pub fn push(&self, removed: Vec<(Hash, Record)>, ban_until: u64, seq: u64) -> (usize, u64) {
 		let mut waiting = self.waiting.lock();
 		for (hash, record) in removed {
 			waiting.ids.insert(record.id);
@@ -65,6 +66,7 @@ impl Deferred {
 		}
 		waiting.through = seq;
 		self.held.store(waiting.ids.len(), Ordering::Release);
+		(waiting.removals.len(), waiting.bytes)
 	}
 
 	/// The removals waiting and the newest intent batch among them, taken out to settle;

@@ -64,7 +64,7 @@ impl Mark {
 			.write(true)
 			.open(dir.join(MARK_FILE))?;
 		let both = [slot_bytes(seq), slot_bytes(seq)].concat();
-		write_at(&file, &both)?;
+		write_at(&file, &both, 0)?;
 		file.set_len(both.len() as u64)?;
 		if sync {
 			file.sync_data()?;
@@ -94,15 +94,7 @@ impl Mark {
 		match &mut self.mapped {
 			Some(map) => map[at..at + SLOT].copy_from_slice(&bytes),
 			None => {
-				#[cfg(unix)]
-				std::os::unix::fs::FileExt::write_all_at(&self.file, &bytes, at as u64)?;
-				#[cfg(not(unix))]
-				{
-					use std::io::{Seek, SeekFrom, Write};
-					let mut file = &self.file;
-					file.seek(SeekFrom::Start(at as u64))?;
-					file.write_all(&bytes)?;
-				}
+				write_at(&self.file, &bytes, at as u64)?;
 				if self.sync {
 					self.file.sync_data()?;
 				}
@@ -112,15 +104,15 @@ impl Mark {
 	}
 }
 
-/// Write `bytes` at the start of `file`.
-fn write_at(file: &File, bytes: &[u8]) -> std::io::Result<()> {
+/// Write `bytes` at byte `at` of `file` (one `pwrite` on unix).
+fn write_at(file: &File, bytes: &[u8], at: u64) -> std::io::Result<()> {
 	#[cfg(unix)]
-	return std::os::unix::fs::FileExt::write_all_at(file, bytes, 0);
+	return std::os::unix::fs::FileExt::write_all_at(file, bytes, at);
 	#[cfg(not(unix))]
 	{
 		use std::io::{Seek, SeekFrom, Write};
 		let mut file = file;
-		file.seek(SeekFrom::Start(0))?;
+		file.seek(SeekFrom::Start(at))?;
 		file.write_all(bytes)
 	}
 }
