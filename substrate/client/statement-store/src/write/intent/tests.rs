@@ -84,6 +84,20 @@ fn a_failed_append_leaves_nothing_and_does_not_use_up_its_number() {
 }
 
 #[test]
+fn a_failed_append_that_is_the_last_leaves_nothing_for_the_next_open_to_read() {
+	let dir = tempfile::tempdir().unwrap();
+	let log = IntentLog::create(dir.path(), false, 1).unwrap();
+	append_next(&log, 1).unwrap();
+	log.fail_appends.store(1, Ordering::Release);
+	append_next(&log, 2).unwrap_err();
+	// No append after it overwrites what it left: the process stops here.
+	drop(log);
+	let read = read_intents(dir.path()).unwrap();
+	assert_eq!(seqs(&read), vec![1]);
+	assert!(read.damaged.is_empty(), "the failed append left {:?}", read.damaged);
+}
+
+#[test]
 fn a_retry_in_a_new_file_supersedes_a_failed_record_that_stayed() {
 	let dir = tempfile::tempdir().unwrap();
 	let log = IntentLog::create(dir.path(), false, 1).unwrap();
