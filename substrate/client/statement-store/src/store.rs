@@ -204,6 +204,10 @@ impl StatementStore for Store {
 		Ok(self.remove_account(&who)?)
 	}
 
+	fn release(&self, hashes: &[Hash]) -> statement_primitives::Result<()> {
+		Ok(self.release_statements(hashes)?)
+	}
+
 	fn statements_page(
 		&self,
 		after: Option<u64>,

@@ -306,6 +306,30 @@ fn removed_statements_are_banned_from_the_network_but_local_may_resubmit() {
 }
 
 #[test]
+fn released_statements_are_gone_but_may_come_back_from_the_network_and_survive_a_reopen() {
+	let dir = tempfile::tempdir().unwrap();
+	let clock = TestClock::new();
+	let kept = simple(1, &[1], b"kept");
+	let released = simple(1, &[1], b"released");
+	{
+		let store = Store::open(config(dir.path(), &clock), allowances(10, 1000)).unwrap();
+		for statement in [&kept, &released] {
+			assert_eq!(store.submit(statement.clone(), NETWORK), SubmitResult::New);
+		}
+		// Twice, and beside a hash never stored: each is skipped.
+		store.release(&[released.hash(), [9; 32], released.hash()]).unwrap();
+		assert!(!store.has_statement(&released.hash()));
+		assert_eq!(store.broadcasts(&[common::topic(1)]).unwrap(), vec![b"kept".to_vec()]);
+	}
+	let store = Store::open(config(dir.path(), &clock), allowances(10, 1000)).unwrap();
+	assert!(store.has_statement(&kept.hash()));
+	assert!(!store.has_statement(&released.hash()), "a release is durable");
+	// No ban, unlike a removal: a peer may hand it back.
+	assert_eq!(store.submit(released.clone(), NETWORK), SubmitResult::New);
+	assert_eq!(store.len(), 2);
+}
+
+#[test]
 fn remove_by_drops_every_statement_of_one_account_only() {
 	let (_dir, store, _) = store_with(10, 1000, |_| {});
 	for n in 0..3u8 {

@@ -66,6 +66,16 @@ pub trait StatementStore: Send + Sync {
 	/// Remove every statement of `who`.
 	fn remove_by(&self, who: AccountId) -> Result<()>;
 
+	/// Drop statements this node kept only for a while: with topic-routed storage, those it
+	/// forwarded to their holders without being one. Unlike [`StatementStore::remove`] there
+	/// is no ban, so they may come back from the network (when this node becomes one of their
+	/// holders). Hashes not stored are skipped. A store that cannot says so
+	/// ([`crate::Error::Unsupported`]).
+	fn release(&self, hashes: &[Hash]) -> Result<()> {
+		let _ = hashes;
+		Err(crate::Error::Unsupported("dropping statements without a ban".into()))
+	}
+
 	/// A page of the stored statements in admission order: those admitted after the cursor
 	/// `after` (`None` for the first page, else the previous page's `next`), at most
 	/// `max_count` and, past the first statement, at most `max_bytes` of encodings. A

@@ -244,6 +244,25 @@ impl Store {
 		})
 	}
 
+	/// Remove statements without banning them (see `StatementStore::release`), in one batch.
+	pub(crate) fn release_statements(&self, hashes: &[Hash]) -> Result<()> {
+		let inner = &self.inner;
+		let mut hashes = hashes.to_vec();
+		hashes.sort_unstable();
+		hashes.dedup();
+		crate::error::catch_db_panic(|| {
+			inner.write(|batch| {
+				for hash in &hashes {
+					// Quarantined (its body damaged): left for `repair`, as every walk does.
+					let Some((id, body)) = inner.find(hash)? else { continue };
+					let Some(record) = inner.record_of_body(id, body.bytes()) else { continue };
+					batch.remove(hash, &record, None)?;
+				}
+				Ok(())
+			})
+		})
+	}
+
 	pub(crate) fn remove_account(&self, account: &AccountId) -> Result<()> {
 		let inner = &self.inner;
 		inner.write(|batch| {
