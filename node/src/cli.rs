@@ -337,6 +337,19 @@ pub struct RunCmd {
 	/// second, as upstream; for comparisons).
 	#[arg(long, value_enum, default_value = "immediate")]
 	pub statement_propagation: PropagationMode,
+	/// Topic-routed storage: keep each statement only on the K nodes nearest its topics (found
+	/// by lookups over `/statement/route/1`), instead of on every full node. Off by default.
+	/// For networks whose statements outgrow one node; see docs/scaling.md.
+	#[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+	pub statement_replication_factor: Option<u32>,
+	/// With `--statement-replication-factor`: seconds between a holder's lookups of what it
+	/// holds (a new holder gets what it lacks within about this) and a reader's watch renewals.
+	#[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+	pub statement_routing_refresh: u64,
+	/// With `--statement-replication-factor`: seconds a node that does not hold a statement
+	/// keeps it after forwarding it to its holders.
+	#[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+	pub statement_routing_drop_after: u64,
 	/// Accepted for orchestrators (zombienet passes it): this node has no validator role.
 	#[arg(long)]
 	pub validator: bool,

@@ -6,7 +6,9 @@ use crate::{
 	cli::{PropagationMode, RunCmd},
 	error::Error,
 };
-use statement_network::{identity, parse_address, Config, Multiaddr, Propagation, Version};
+use statement_network::{
+	identity, parse_address, routing::RoutingConfig, Config, Multiaddr, Propagation, Version,
+};
 use statement_primitives::Topic;
 use std::path::Path;
 
@@ -100,6 +102,12 @@ pub fn config(
 		PropagationMode::Immediate => Propagation::default(),
 		PropagationMode::Reference => Propagation::Reference,
 	};
+	config.routing = cmd.statement_replication_factor.map(|k| {
+		let mut routing = RoutingConfig::new(k as usize);
+		routing.refresh = std::time::Duration::from_secs(cmd.statement_routing_refresh);
+		routing.drop_after = std::time::Duration::from_secs(cmd.statement_routing_drop_after);
+		routing
+	});
 	Ok(config)
 }
 
@@ -181,6 +189,25 @@ mod tests {
 		assert_eq!((light.version, light.in_peers, light.out_peers), (Version::V1, 3, 2));
 		assert!(!light.discovery);
 		assert_eq!(light.fork_id.as_deref(), Some("fork-1"));
+		assert_eq!(full.routing, None, "full replication unless asked");
+		let routed = run(&[
+			"--statement-replication-factor",
+			"5",
+			"--statement-routing-refresh",
+			"7",
+			"--statement-routing-drop-after",
+			"9",
+		]);
+		let routed = config(&routed, &spec, dir.path(), None).unwrap().routing.unwrap();
+		assert_eq!(routed.replication_factor, 5);
+		assert_eq!(routed.refresh.as_secs(), 7);
+		assert_eq!(routed.drop_after.as_secs(), 9);
+		assert!(crate::cli::Cli::try_parse_from([
+			"statement-node",
+			"--statement-replication-factor",
+			"0"
+		])
+		.is_err());
 		assert!(crate::cli::Cli::try_parse_from([
 			"statement-node",
 			"--statement-protocol-version",

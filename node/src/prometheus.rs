@@ -584,10 +584,23 @@ mod tests {
 			&network.undelivered_network,
 			&network.undelivered_timeout,
 			&network.undelivered_outbox_full,
+			&network.routing_known_peers,
+			&network.routing_connected_peers,
+			&network.routing_eligible_peers,
+			&network.routing_holder,
+			&network.routing_interest,
+			&network.routing_transient,
+			&network.routing_lookups,
+			&network.routing_held_keys,
+			&network.routing_forwarded,
+			&network.routing_handed_over,
+			&network.routing_released,
 		];
 		for (at, value) in values.into_iter().enumerate() {
 			value.set(20 + at as u64);
 		}
+		// A routed node's: the `v2dht` families are shown.
+		network.routing_enabled.set(1);
 		network.propagation_chunks.observe(3.0);
 		network.initial_sync_chunks.observe(700.0);
 		network.send_latency.observe(0.0025);
@@ -731,6 +744,15 @@ mod tests {
 			("substrate_sync_statement_peers_connected", "gauge"),
 			("substrate_sync_statement_send_failures_total", "counter"),
 			("substrate_sync_statement_undelivered_total", "counter"),
+			("substrate_sync_statement_v2dht_known_peers", "gauge"),
+			("substrate_sync_statement_v2dht_connected_peers", "gauge"),
+			("substrate_sync_statement_v2dht_eligible_peers", "gauge"),
+			("substrate_sync_statement_v2dht_retention_decisions_total", "counter"),
+			("substrate_sync_statement_v2dht_lookups_total", "counter"),
+			("substrate_sync_statement_v2dht_held_keys", "gauge"),
+			("substrate_sync_statement_v2dht_forwarded_total", "counter"),
+			("substrate_sync_statement_v2dht_handed_over_total", "counter"),
+			("substrate_sync_statement_v2dht_released_total", "counter"),
 			("substrate_sync_propagated_statements_chunks", "histogram"),
 			("substrate_sync_statement_sent_latency_seconds", "histogram"),
 			("substrate_sync_initial_sync_duration_seconds", "histogram"),

@@ -24,6 +24,7 @@
 //! - [`accounts`] and [`topic`]: the dev accounts and the one rule that turns a topic name
 //!   into bytes (both the primitives', which the node's `sign` uses too);
 //! - [`size`]: counts as command lines take them (`200k`, `1M`);
+//! - [`routing`]: topic-routed storage's placement rule, to check a network's holders by;
 //! - [`privileged`]: fixtures that need root or a high descriptor limit (a tmpfs to fill);
 //! - `store` (feature `store`): a store in a temporary directory that admits every account;
 //! - `cli` (feature `cli`): every documented invocation of a command line parses.
@@ -38,6 +39,7 @@ pub mod http;
 pub mod metrics;
 pub mod node;
 pub mod privileged;
+pub mod routing;
 pub mod size;
 #[cfg(feature = "store")]
 pub mod store;

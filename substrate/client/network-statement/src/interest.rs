@@ -23,18 +23,25 @@ struct Wanted {
 	counted: BTreeMap<Topic, usize>,
 	/// Open subscriptions that want everything.
 	everything: usize,
+	/// A routed node's: subscriptions that want everything do not widen the filter (they
+	/// are served what the node holds, never everything the network holds).
+	routed: bool,
 }
 
 impl Wanted {
 	fn filter(&self, seed: u128) -> AffinityFilter {
-		if self.everything > 0 {
+		if self.everything > 0 && !self.routed {
 			return AffinityFilter::everything();
 		}
+		AffinityFilter::of_topics(seed, self.topics().iter())
+	}
+
+	fn topics(&self) -> Vec<Topic> {
 		let mut topics: Vec<Topic> = self.base.clone();
 		topics.extend(self.counted.keys().copied());
 		topics.sort();
 		topics.dedup();
-		AffinityFilter::of_topics(seed, topics.iter())
+		topics
 	}
 
 	/// The topics a subscription adds, or `None` for everything.
@@ -72,8 +79,25 @@ impl Interest {
 		base: Vec<Topic>,
 		seed: u128,
 	) -> (Self, AffinityFilter, mpsc::UnboundedReceiver<AffinityFilter>) {
+		Self::new(base, seed, false)
+	}
+
+	/// The interest of a routed node: as a light node's, but a subscription to everything
+	/// asks peers for nothing more.
+	pub(crate) fn routed(
+		base: Vec<Topic>,
+		seed: u128,
+	) -> (Self, AffinityFilter, mpsc::UnboundedReceiver<AffinityFilter>) {
+		Self::new(base, seed, true)
+	}
+
+	fn new(
+		base: Vec<Topic>,
+		seed: u128,
+		routed: bool,
+	) -> (Self, AffinityFilter, mpsc::UnboundedReceiver<AffinityFilter>) {
 		let (changed, receiver) = mpsc::unbounded_channel();
-		let wanted = Wanted { base, ..Wanted::default() };
+		let wanted = Wanted { base, routed, ..Wanted::default() };
 		let first = wanted.filter(seed);
 		let shared = Arc::new(Shared { wanted: Mutex::new(wanted), seed, changed });
 		(Interest { shared: Some(shared) }, first, receiver)
@@ -82,6 +106,12 @@ impl Interest {
 	/// A full node's: it wants everything already.
 	pub(crate) fn full() -> Self {
 		Interest { shared: None }
+	}
+
+	/// The topics named now: those the node was started with and those of open
+	/// subscriptions (empty for a full node).
+	pub fn topics(&self) -> Vec<Topic> {
+		self.shared.as_ref().map_or_else(Vec::new, |shared| shared.wanted.lock().topics())
 	}
 
 	/// Ask peers for what `filter` selects for as long as the guard lives.
@@ -99,8 +129,9 @@ impl Interest {
 				}
 			}
 		}
-		let widened = (everything_before == 0 && wanted.everything > 0)
-			|| (wanted.everything == 0 && wanted.counted.len() != before.len());
+		let everything = wanted.everything > 0 && !wanted.routed;
+		let widened = (everything_before == 0 && everything)
+			|| (!everything && wanted.counted.len() != before.len());
 		if widened {
 			shared.publish(&wanted);
 		}
@@ -121,7 +152,7 @@ impl Drop for InterestGuard {
 		match topics {
 			None => {
 				wanted.everything -= 1;
-				narrowed = wanted.everything == 0;
+				narrowed = wanted.everything == 0 && !wanted.routed;
 			}
 			Some(topics) => {
 				for topic in topics {
@@ -129,7 +160,7 @@ impl Drop for InterestGuard {
 						*count -= 1;
 						if *count == 0 {
 							wanted.counted.remove(&topic);
-							narrowed |= wanted.everything == 0;
+							narrowed |= wanted.everything == 0 || wanted.routed;
 						}
 					}
 				}
@@ -144,6 +175,23 @@ impl Drop for InterestGuard {
 #[cfg(test)]
 mod tests {
 	use super::*;
+
+	#[test]
+	fn on_a_routed_node_a_subscription_to_everything_asks_peers_for_no_more() {
+		let (interest, first, mut changes) = Interest::routed(vec![], 3);
+		assert!(!first.contains(&[9; 32]));
+		let all = interest.watch(&TopicFilter::Any);
+		assert!(changes.try_recv().is_err(), "nothing more asked of peers");
+		let two = interest.watch(&TopicFilter::MatchAll(vec![Topic([2; 32])]));
+		let widened = changes.try_recv().unwrap();
+		assert!(widened.contains(&[2; 32]) && !widened.contains(&[9; 32]));
+		assert_eq!(interest.topics(), vec![Topic([2; 32])]);
+		drop(two);
+		assert!(!changes.try_recv().unwrap().contains(&[2; 32]), "narrowed again");
+		drop(all);
+		assert!(interest.topics().is_empty());
+		assert!(Interest::full().topics().is_empty());
+	}
 
 	#[test]
 	fn subscriptions_widen_the_filter_and_narrow_it_again_when_they_end() {

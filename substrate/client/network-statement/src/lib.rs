@@ -99,6 +99,7 @@ mod interest;
 pub mod metrics;
 pub mod peerset;
 mod rate;
+pub mod routing;
 pub mod wire;
 
 pub use core::FILTER_CHANGES_PER_SECOND;
@@ -219,6 +220,9 @@ pub struct Config {
 	/// Accepted connections all addresses together may hold at once. Keep it well below the
 	/// file descriptor limit: each takes one.
 	pub max_inbound_connections: usize,
+	/// Topic-routed storage: keep each statement on the K nodes nearest its topics
+	/// ([`routing`]); `None` (the default) keeps every statement on every full node.
+	pub routing: Option<routing::RoutingConfig>,
 }
 
 impl Config {
@@ -246,6 +250,7 @@ impl Config {
 			validation_queue: MAX_PENDING_VALIDATIONS,
 			max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
 			max_inbound_connections: DEFAULT_MAX_INBOUND_CONNECTIONS,
+			routing: None,
 		}
 	}
 }

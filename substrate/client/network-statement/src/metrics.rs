@@ -85,6 +85,30 @@ pub struct Metrics {
 	pub inbound_refused_total: Value,
 	/// Failed accepts (no descriptor left...); the listener pauses and tries again.
 	pub accept_errors: Value,
+	/// Topic-routed storage: peers in the routing table (gauge).
+	pub routing_known_peers: Value,
+	/// Peers with an open statement stream, under the routed family's name (gauge).
+	pub routing_connected_peers: Value,
+	/// Peers that may hold statements: routed nodes known (gauge).
+	pub routing_eligible_peers: Value,
+	/// Admitted statements this node holds (among the K nearest of a key).
+	pub routing_holder: Value,
+	/// Admitted statements it keeps because a subscription here names a topic.
+	pub routing_interest: Value,
+	/// Admitted statements it forwards and drops.
+	pub routing_transient: Value,
+	/// Lookups started.
+	pub routing_lookups: Value,
+	/// Keys this node holds and hands over (gauge).
+	pub routing_held_keys: Value,
+	/// Statements sent to holders or watchers, once per recipient.
+	pub routing_forwarded: Value,
+	/// Statements pushed to new holders, once per recipient.
+	pub routing_handed_over: Value,
+	/// Statements dropped because this node does not hold them.
+	pub routing_released: Value,
+	/// 1 when the node routes: the `v2dht` families are shown.
+	pub routing_enabled: Value,
 }
 
 impl Default for Metrics {
@@ -125,11 +149,101 @@ impl Default for Metrics {
 			inbound_refused_address: Value::default(),
 			inbound_refused_total: Value::default(),
 			accept_errors: Value::default(),
+			routing_known_peers: Value::default(),
+			routing_connected_peers: Value::default(),
+			routing_eligible_peers: Value::default(),
+			routing_holder: Value::default(),
+			routing_interest: Value::default(),
+			routing_transient: Value::default(),
+			routing_lookups: Value::default(),
+			routing_held_keys: Value::default(),
+			routing_forwarded: Value::default(),
+			routing_handed_over: Value::default(),
+			routing_released: Value::default(),
+			routing_enabled: Value::default(),
 		}
 	}
 }
 
 impl Metrics {
+	/// Count a retention decision: `holder`, `interest` or `transient`.
+	pub fn routing_decision(&self, track: &str) {
+		match track {
+			"holder" => self.routing_holder.add(1),
+			"interest" => self.routing_interest.add(1),
+			_ => self.routing_transient.add(1),
+		}
+	}
+
+	/// The topic-routed storage metrics, under upstream's `v2dht` family names; the node shows
+	/// them when it routes.
+	pub fn routing_families(&self) -> Vec<Family> {
+		use Kind::{Counter, Gauge};
+		vec![
+			Family::one(
+				"substrate_sync_statement_v2dht_known_peers",
+				Gauge,
+				"Routed nodes in the routing table.",
+				self.routing_known_peers.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_v2dht_connected_peers",
+				Gauge,
+				"Peers with an open statement stream.",
+				self.routing_connected_peers.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_v2dht_eligible_peers",
+				Gauge,
+				"Routed nodes that may hold statements: the lookup candidates.",
+				self.routing_eligible_peers.get(),
+			),
+			Family {
+				name: "substrate_sync_statement_v2dht_retention_decisions_total",
+				help: "Admitted statements by what this node does with them.",
+				kind: Counter,
+				samples: [
+					("holder", &self.routing_holder),
+					("interest", &self.routing_interest),
+					("transient", &self.routing_transient),
+				]
+				.into_iter()
+				.map(|(track, value)| Sample::value(&[("track", track)], value.get()))
+				.collect(),
+			},
+			Family::one(
+				"substrate_sync_statement_v2dht_lookups_total",
+				Counter,
+				"Lookups of the nodes nearest a key.",
+				self.routing_lookups.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_v2dht_held_keys",
+				Gauge,
+				"Topics (and hashes of statements without topics) this node holds.",
+				self.routing_held_keys.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_v2dht_forwarded_total",
+				Counter,
+				"Statements sent to their holders or watchers, once per recipient.",
+				self.routing_forwarded.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_v2dht_handed_over_total",
+				Counter,
+				"Statements pushed to new holders, once per recipient.",
+				self.routing_handed_over.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_v2dht_released_total",
+				Counter,
+				"Statements dropped: this node does not hold them.",
+				self.routing_released.get(),
+			),
+		]
+	}
+
 	/// Every metric, under the reference's names, in the order the node shows them.
 	pub fn families(&self) -> Vec<Family> {
 		use Kind::{Counter, Gauge};
@@ -301,6 +415,9 @@ impl Metrics {
 			"Statements not delivered to a peer, by reason.",
 			[&self.undelivered_network, &self.undelivered_timeout, &self.undelivered_outbox_full],
 		));
+		if self.routing_enabled.get() > 0 {
+			families.extend(self.routing_families());
+		}
 		let histogram = |name, help, samples| Family { name, help, kind: Kind::Histogram, samples };
 		families.push(histogram(
 			"substrate_sync_propagated_statements_chunks",

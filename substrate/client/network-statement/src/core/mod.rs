@@ -193,6 +193,13 @@ pub enum Event<P> {
 	/// This node is a light node wanting the topics this filter matches; sent to every
 	/// statement/2 peer, now and when its stream opens.
 	Interest(AffinityFilter),
+	/// The peer keeps every statement (a full node without topic routing): a routed node
+	/// asks it for everything instead of its own filter, takes what it sends, and so relays
+	/// between such peers and forwards to the holders what they were given.
+	KeepsEverything {
+		/// The peer.
+		peer: P,
+	},
 	/// Time passed: due at [`Core::next_wakeup`], harmless at any other time.
 	Tick,
 }
@@ -294,6 +301,8 @@ pub struct Core<P> {
 	live_since: u64,
 	/// Our own filter, when this node is light.
 	interest: Option<Arc<AffinityFilter>>,
+	/// Peers asked for everything instead of `interest` ([`Event::KeepsEverything`]).
+	asked_for_everything: std::collections::BTreeSet<P>,
 	next_id: u64,
 	actions: VecDeque<Action<P>>,
 }
@@ -325,6 +334,7 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 			next_housekeeping: now + HOUSEKEEPING,
 			live_since,
 			interest: None,
+			asked_for_everything: std::collections::BTreeSet::new(),
 			next_id: 0,
 			actions: VecDeque::new(),
 		}
@@ -343,6 +353,7 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 			Event::Sent { peer, id, outcome } => self.on_sent(now, peer, id, outcome),
 			Event::Page { peer, id, page } => self.on_page(now, peer, id, page),
 			Event::Interest(filter) => self.on_interest(filter),
+			Event::KeepsEverything { peer } => self.on_keeps_everything(peer),
 			Event::Tick => self.tick(now),
 		}
 		self.pump(now);

@@ -15,6 +15,9 @@ use codec::Decode;
 use statement_primitives::{hash_encoded, Encoded, Hash, Statement, StatementsPage};
 use std::{collections::VecDeque, sync::Arc};
 
+/// Peers remembered as keeping everything; past it, those without a stream are forgotten.
+const MAX_ASKED_FOR_EVERYTHING: usize = 4_096;
+
 /// What a statement needs for propagation, from its encoding.
 pub(super) fn item(hash: Hash, encoding: Encoded) -> Item {
 	let (expires, topics) = match Statement::decode(&mut &encoding[..]) {
@@ -105,6 +108,21 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 		self.interest = Some(Arc::new(filter));
 		for peer in self.peers.values_mut() {
 			if peer.version == Version::V2 {
+				peer.filter_due = true;
+			}
+		}
+	}
+
+	/// A peer that keeps everything is asked for everything from now on.
+	pub(super) fn on_keeps_everything(&mut self, id: P) {
+		if self.asked_for_everything.len() >= MAX_ASKED_FOR_EVERYTHING {
+			self.asked_for_everything.retain(|known| self.peers.contains_key(known));
+		}
+		if !self.asked_for_everything.insert(id) {
+			return;
+		}
+		if let Some(peer) = self.peers.get_mut(&id) {
+			if peer.version == Version::V2 && self.interest.is_some() {
 				peer.filter_due = true;
 			}
 		}
@@ -272,6 +290,11 @@ impl<P: Copy + Ord + std::hash::Hash + std::fmt::Debug + std::fmt::Display> Core
 
 	fn send_filter(&mut self, now: Time, id: P) {
 		let Some(filter) = self.interest.clone() else { return };
+		let filter = if self.asked_for_everything.contains(&id) {
+			Arc::new(AffinityFilter::everything())
+		} else {
+			filter
+		};
 		let send = self.next_id();
 		let Some(peer) = self.peers.get_mut(&id) else { return };
 		peer.filter_due = false;

@@ -283,6 +283,41 @@ fn a_light_node_sends_its_filter_to_statement_2_peers_paced() {
 }
 
 #[test]
+fn a_peer_that_keeps_everything_is_asked_for_everything_instead_of_our_filter() {
+	let mut h = Harness::new(CoreConfig::default());
+	let filter = AffinityFilter::of_topics(3, [A].iter());
+	h.event(Event::Interest(filter.clone()));
+	// Known to keep everything before its stream opens: its first filter says so.
+	h.event(Event::KeepsEverything { peer: 2 });
+	let opened = h.open(2, Version::V2, Role::Full);
+	let everything = v2::encode_affinity(&AffinityFilter::everything());
+	assert!(
+		opened.iter().any(
+			|a| matches!(a, Action::Send { peer: 2, notification, .. } if *notification == everything)
+		),
+		"{opened:?}"
+	);
+	// Learnt after its stream opened (identify comes later): the filter is sent again.
+	let opened = h.open(3, Version::V2, Role::Full);
+	let (id, first) = opened
+		.iter()
+		.find_map(|a| match a {
+			Action::Send { peer: 3, id, notification } => Some((*id, notification.clone())),
+			_ => None,
+		})
+		.expect("our filter goes first");
+	assert_eq!(first, v2::encode_affinity(&filter));
+	let rest = h.event(Event::Sent { peer: 3, id, outcome: SendOutcome::Delivered });
+	h.settle(rest);
+	assert!(h.event(Event::KeepsEverything { peer: 3 }).is_empty(), "paced");
+	let again = h.advance(FILTER_INTERVAL);
+	assert!(
+		matches!(&again[..], [Action::Send { peer: 3, notification, .. }] if *notification == everything),
+		"{again:?}"
+	);
+}
+
+#[test]
 fn a_full_validation_queue_holds_notifications_back_then_drops_what_waited_too_long() {
 	let config = CoreConfig { validation_queue: 2, ..CoreConfig::default() };
 	let mut h = Harness::new(config);

@@ -116,6 +116,11 @@ impl Discovery {
 		(discovery, DiscoveryConfig { ping, identify, kademlia: kademlia_config })
 	}
 
+	/// The statement protocols' names on this chain.
+	pub(super) fn statement_protocols(&self) -> &[ProtocolName] {
+		&self.statement_protocols
+	}
+
 	/// The next event of any of the protocols (cancel-safe).
 	pub(super) async fn next_event(&mut self) -> DiscoveryEvent {
 		let kademlia = async {

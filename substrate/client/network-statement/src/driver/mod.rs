@@ -6,6 +6,7 @@
 //! pool, and received statements are checked and submitted on validation threads.
 
 mod discovery;
+mod route;
 mod validate;
 
 use crate::{
@@ -44,6 +45,9 @@ use tokio::sync::mpsc;
 /// How often the peerset fills its slots and discovery considers a walk.
 const SLOTS_TICK: Duration = Duration::from_secs(1);
 
+/// Longest a route request may take, dial included.
+const ROUTE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A connected peer, as `system_peers` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerInfo {
@@ -64,6 +68,8 @@ pub struct Network {
 	shared: Arc<Shared>,
 	interest: Interest,
 	task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+	/// The route task, with topic-routed storage.
+	route_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 	/// Validation threads: they hold the store until they end.
 	validators: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -110,8 +116,8 @@ impl Network {
 	/// Stop networking and wait until nothing of it holds the store any more (the worker and
 	/// the validation threads, which end once the worker's queue to them is gone).
 	pub async fn stop(&self) {
-		let task = self.task.lock().take();
-		if let Some(task) = task {
+		let tasks = [self.task.lock().take(), self.route_task.lock().take()];
+		for task in tasks.into_iter().flatten() {
 			task.abort();
 			let _ = task.await;
 		}
@@ -129,7 +135,8 @@ impl Drop for Network {
 	/// Without [`Network::stop`], the worker ends on its own soon after; the validation
 	/// threads then end too.
 	fn drop(&mut self) {
-		if let Some(task) = self.task.lock().take() {
+		let tasks = [self.task.lock().take(), self.route_task.lock().take()];
+		for task in tasks.into_iter().flatten() {
 			task.abort();
 		}
 	}
@@ -163,7 +170,10 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		}
 		Version::V1 => Vec::new(),
 	};
-	let role = if config.light_topics.is_some() { Role::Light } else { Role::Full };
+	// A routed node takes from its gossip peers only what its subscriptions name: it gets
+	// what it holds by the route protocol.
+	let routed = config.routing.is_some();
+	let role = if config.light_topics.is_some() || routed { Role::Light } else { Role::Full };
 	let (notification, handle) = NotificationConfigBuilder::new(main)
 		.with_fallback_names(fallbacks)
 		.with_max_size(MAX_NOTIFICATION_SIZE)
@@ -173,6 +183,16 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		.with_sync_channel_size(2)
 		.build();
 	let (discovery, discovery_config) = Discovery::new(&config, local_peer_id);
+	let route_protocol = ProtocolName::from(crate::routing::wire::protocol_name(
+		&config.genesis_hash,
+		config.fork_id.as_deref(),
+	));
+	let route_handle = config.routing.as_ref().map(|_| {
+		litep2p::protocol::request_response::ConfigBuilder::new(route_protocol.clone())
+			.with_max_size(crate::routing::wire::MAX_RESPONSE)
+			.with_timeout(ROUTE_TIMEOUT)
+			.build()
+	});
 	// One set of bounds for both transports: a connection takes a descriptor from accept on.
 	let inbound = InboundLimits::new(config.max_connections_per_ip, config.max_inbound_connections);
 	let mut litep2p_config = ConfigBuilder::new()
@@ -192,6 +212,13 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		.with_notification_protocol(notification)
 		.with_libp2p_ping(discovery_config.ping)
 		.with_libp2p_identify(discovery_config.identify);
+	let route_handle = match route_handle {
+		Some((route_config, handle)) => {
+			litep2p_config = litep2p_config.with_request_response_protocol(route_config);
+			Some(handle)
+		}
+		None => None,
+	};
 	if let Some(kademlia) = discovery_config.kademlia {
 		litep2p_config = litep2p_config.with_libp2p_kademlia(kademlia);
 	}
@@ -220,6 +247,13 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	let view: Arc<dyn crate::core::StoreView> = Arc::new(ViewOf(store.clone()));
 	let mut core = Core::new(core_config, view, metrics.clone(), Duration::ZERO);
 	let (interest, interest_rx) = match &config.light_topics {
+		_ if routed => {
+			let topics = config.light_topics.clone().unwrap_or_default();
+			let seed = config.affinity_seed.unwrap_or_else(random_u128);
+			let (interest, first, changes) = Interest::routed(topics, seed);
+			core.handle(Duration::ZERO, Event::Interest(first));
+			(interest, Some(changes))
+		}
 		Some(topics) => {
 			let seed = config.affinity_seed.unwrap_or_else(random_u128);
 			let (interest, first, changes) = Interest::light(topics.clone(), seed);
@@ -256,6 +290,26 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	}
 
 	let (done_tx, done_rx) = mpsc::unbounded_channel();
+	let (route_tx, addresses_rx, route_task) = match (route_handle, &config.routing) {
+		(Some(handle), Some(routing)) => {
+			let (route_tx, input_rx) = mpsc::unbounded_channel();
+			let (addresses_tx, addresses_rx) = mpsc::unbounded_channel();
+			let router = route::Router::new(route::Parts {
+				config: routing.clone(),
+				local: local_peer_id,
+				handle,
+				store: store.clone(),
+				metrics: metrics.clone(),
+				interest: interest.clone(),
+				input_rx,
+				addresses_tx,
+				admitted: store.watch_admissions(config.watch_queue_bytes)?,
+				rate_limit: config.rate_limit,
+			});
+			(Some(route_tx), Some(addresses_rx), Some(tokio::spawn(router.run())))
+		}
+		_ => (None, None, None),
+	};
 	let worker = Worker {
 		litep2p,
 		handle,
@@ -275,6 +329,9 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		done_rx,
 		interest_rx,
 		inbound,
+		route_protocol,
+		route_tx,
+		addresses_rx,
 	};
 	let task = tokio::spawn(worker.run());
 	Ok(Network {
@@ -283,6 +340,7 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		shared,
 		interest,
 		task: Mutex::new(Some(task)),
+		route_task: Mutex::new(route_task),
 		validators: Mutex::new(validation.threads),
 	})
 }
@@ -327,6 +385,12 @@ struct Worker {
 	interest_rx: Option<mpsc::UnboundedReceiver<crate::affinity::AffinityFilter>>,
 	/// The transports' bounds on accepted connections, read into the metrics each tick.
 	inbound: Arc<InboundLimits>,
+	/// The route protocol's name: identify tells which peers are routed nodes.
+	route_protocol: ProtocolName,
+	/// To the route task, when this node routes.
+	route_tx: Option<mpsc::UnboundedSender<route::Input>>,
+	/// Addresses the route task needs litep2p to know before it dials.
+	addresses_rx: Option<mpsc::UnboundedReceiver<route::AddAddresses>>,
 }
 
 impl Worker {
@@ -363,7 +427,14 @@ impl Worker {
 				Some(filter) = async { match self.interest_rx.as_mut() { Some(rx) => rx.recv().await, None => std::future::pending().await } } => {
 					self.feed(Event::Interest(filter));
 				}
+				Some(add) = async { match self.addresses_rx.as_mut() { Some(rx) => rx.recv().await, None => std::future::pending().await } } => {
+					for (peer, addresses) in add.peers {
+						self.litep2p.add_known_address(peer, addresses.into_iter());
+					}
+					let _ = add.done.send(());
+				}
 				event = self.discovery.next_event() => {
+					self.on_identified(&event);
 					let now = self.now();
 					self.discovery.on_event(event, &mut self.litep2p, &mut self.peerset, now).await;
 				}
@@ -371,6 +442,46 @@ impl Worker {
 				_ = slots.tick() => self.on_slots_tick().await,
 			}
 			self.carry_out().await;
+		}
+	}
+
+	/// With routing: tell the route task of a peer that identified itself as a routed node,
+	/// and the core of one that keeps everything (a full node without routing).
+	fn on_identified(&mut self, event: &discovery::DiscoveryEvent) {
+		if self.route_tx.is_none() {
+			return;
+		}
+		let discovery::DiscoveryEvent::Identify(
+			litep2p::protocol::libp2p::identify::IdentifyEvent::PeerIdentified {
+				peer,
+				supported_protocols,
+				listen_addresses,
+				..
+			},
+		) = event
+		else {
+			return;
+		};
+		if !supported_protocols.contains(&self.route_protocol) {
+			// Ask it for everything, so that what it was given reaches the holders, and
+			// what they hold reaches it.
+			let gossips = self
+				.discovery
+				.statement_protocols()
+				.iter()
+				.any(|name| supported_protocols.contains(name));
+			if gossips {
+				self.feed(Event::KeepsEverything { peer: *peer });
+			}
+			return;
+		}
+		if listen_addresses.is_empty() {
+			return;
+		}
+		self.litep2p.add_known_address(*peer, listen_addresses.iter().cloned());
+		let input = route::Input::Peer { peer: *peer, addresses: listen_addresses.clone() };
+		if let Some(route_tx) = &self.route_tx {
+			let _ = route_tx.send(input);
 		}
 	}
 
@@ -486,6 +597,7 @@ impl Worker {
 		let (inbound, outbound) = self.peerset.open_streams();
 		let metrics = &self.shared.metrics;
 		metrics.discovered_peers.set(self.peerset.known() as u64);
+		metrics.routing_connected_peers.set((outbound + inbound) as u64);
 		metrics.inbound_connections.set(self.inbound.open() as u64);
 		metrics.inbound_refused_address.set(self.inbound.refused_per_address());
 		metrics.inbound_refused_total.set(self.inbound.refused_total());
