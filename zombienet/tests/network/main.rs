@@ -13,6 +13,7 @@
 //! | [`light_peer`] | 2 + 1 | a light node gets its topic (stored and live) and a subscribed one, nothing else |
 //! | [`mixed_versions`] | 6 | statement/1-only nodes among statement/2 nodes converge |
 //! | [`affinity_flood`] | 1 + a raw peer | a peer changing its filter far past the bound is flagged and dropped |
+//! | [`routed`] | 30 + 6, 8 + 3 | with `--statement-replication-factor 5`, every probe ends on exactly its 5 holders by the placement rule; a reader on a non-holder gets its topic; after 6 stop and 6 join, every probe is back on its 5 live holders; with 3 full nodes among 8 routed ones, the full ones hold everything and the routed ones exactly their share |
 //!
 //! Run with `cargo test --manifest-path zombienet/Cargo.toml --locked -- --test-threads 1`; see
 //! `zombienet/README.md`.
@@ -27,4 +28,5 @@ mod mixed_versions;
 mod propagation;
 mod quota;
 mod restart;
+mod routed;
 mod sparse_topology;
