@@ -6,6 +6,7 @@
 //! pool, and received statements are checked and submitted on validation threads.
 
 mod discovery;
+mod handle;
 mod route;
 mod validate;
 
@@ -20,6 +21,8 @@ use crate::{
 };
 use discovery::Discovery;
 use futures::StreamExt;
+use handle::Shared;
+pub use handle::{Network, PeerInfo};
 use litep2p::{
 	config::ConfigBuilder,
 	protocol::notification::{
@@ -44,103 +47,6 @@ use tokio::sync::mpsc;
 
 /// How often the peerset fills its slots and discovery considers a walk.
 const SLOTS_TICK: Duration = Duration::from_secs(1);
-
-/// Longest a route request may take, dial included.
-const ROUTE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A connected peer, as `system_peers` shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PeerInfo {
-	/// Its PeerId.
-	pub peer_id: PeerId,
-	/// Whether we dialled it.
-	pub dialed: bool,
-	/// The address of the connection.
-	pub address: Multiaddr,
-	/// The statement stream, when one is open: its version and the role the peer declared.
-	pub statement_stream: Option<(Version, Role)>,
-}
-
-/// What the node sees of the running network.
-pub struct Network {
-	local_peer_id: PeerId,
-	listen_addresses: Vec<Multiaddr>,
-	shared: Arc<Shared>,
-	interest: Interest,
-	task: Mutex<Option<tokio::task::JoinHandle<()>>>,
-	/// The route task, with topic-routed storage.
-	route_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
-	/// Validation threads: they hold the store until they end.
-	validators: Mutex<Vec<std::thread::JoinHandle<()>>>,
-}
-
-struct Shared {
-	metrics: Arc<Metrics>,
-	peers: Mutex<HashMap<PeerId, PeerInfo>>,
-}
-
-impl Network {
-	/// This node's PeerId.
-	pub fn local_peer_id(&self) -> PeerId {
-		self.local_peer_id
-	}
-
-	/// The addresses litep2p listens on (ports resolved), each ending in `/p2p/<PeerId>`.
-	pub fn listen_addresses(&self) -> &[Multiaddr] {
-		&self.listen_addresses
-	}
-
-	/// The connected peers (also those without a statement stream, such as Kademlia's).
-	pub fn peers(&self) -> Vec<PeerInfo> {
-		let mut peers: Vec<PeerInfo> = self.shared.peers.lock().values().cloned().collect();
-		peers.sort_by_key(|peer| peer.peer_id);
-		peers
-	}
-
-	/// Peers with an open statement stream.
-	pub fn statement_peers(&self) -> usize {
-		self.shared.metrics.peers.get() as usize
-	}
-
-	/// The gossip metrics.
-	pub fn metrics(&self) -> &Metrics {
-		&self.shared.metrics
-	}
-
-	/// What this node asks its peers for: on a light node, subscriptions widen it (see
-	/// [`Interest`]); on a full node it does nothing.
-	pub fn interest(&self) -> &Interest {
-		&self.interest
-	}
-
-	/// Stop networking and wait until nothing of it holds the store any more (the worker and
-	/// the validation threads, which end once the worker's queue to them is gone).
-	pub async fn stop(&self) {
-		let tasks = [self.task.lock().take(), self.route_task.lock().take()];
-		for task in tasks.into_iter().flatten() {
-			task.abort();
-			let _ = task.await;
-		}
-		let validators = std::mem::take(&mut *self.validators.lock());
-		let joined = tokio::task::spawn_blocking(move || {
-			for thread in validators {
-				let _ = thread.join();
-			}
-		});
-		let _ = joined.await;
-	}
-}
-
-impl Drop for Network {
-	/// Without [`Network::stop`], the worker ends on its own soon after; the validation
-	/// threads then end too.
-	fn drop(&mut self) {
-		let tasks = [self.task.lock().take(), self.route_task.lock().take()];
-		for task in tasks.into_iter().flatten() {
-			task.abort();
-		}
-	}
-}
 
 /// A random `u128`, from the standard library's per-process hash keys.
 fn random_u128() -> u128 {
@@ -190,7 +96,7 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	let route_handle = config.routing.as_ref().map(|_| {
 		litep2p::protocol::request_response::ConfigBuilder::new(route_protocol.clone())
 			.with_max_size(crate::routing::wire::MAX_RESPONSE)
-			.with_timeout(ROUTE_TIMEOUT)
+			.with_timeout(route::ROUTE_TIMEOUT)
 			.build()
 	});
 	// One set of bounds for both transports: a connection takes a descriptor from accept on.
@@ -292,21 +198,22 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	let (done_tx, done_rx) = mpsc::unbounded_channel();
 	let (route_tx, addresses_rx, route_task) = match (route_handle, &config.routing) {
 		(Some(handle), Some(routing)) => {
-			let (route_tx, input_rx) = mpsc::unbounded_channel();
+			let (route_tx, identified) = mpsc::unbounded_channel();
 			let (addresses_tx, addresses_rx) = mpsc::unbounded_channel();
-			let router = route::Router::new(route::Parts {
+			let task = route::RouteTask::new(route::Parts {
 				config: routing.clone(),
 				local: local_peer_id,
 				handle,
 				store: store.clone(),
 				metrics: metrics.clone(),
 				interest: interest.clone(),
-				input_rx,
+				identified,
 				addresses_tx,
 				admitted: store.watch_admissions(config.watch_queue_bytes)?,
 				rate_limit: config.rate_limit,
 			});
-			(Some(route_tx), Some(addresses_rx), Some(tokio::spawn(router.run())))
+			let task = tokio::spawn(task.run(routing.replication_factor));
+			(Some(route_tx), Some(addresses_rx), Some(task))
 		}
 		_ => (None, None, None),
 	};
@@ -388,7 +295,7 @@ struct Worker {
 	/// The route protocol's name: identify tells which peers are routed nodes.
 	route_protocol: ProtocolName,
 	/// To the route task, when this node routes.
-	route_tx: Option<mpsc::UnboundedSender<route::Input>>,
+	route_tx: Option<mpsc::UnboundedSender<route::Identified>>,
 	/// Addresses the route task needs litep2p to know before it dials.
 	addresses_rx: Option<mpsc::UnboundedReceiver<route::AddAddresses>>,
 }
@@ -479,7 +386,7 @@ impl Worker {
 			return;
 		}
 		self.litep2p.add_known_address(*peer, listen_addresses.iter().cloned());
-		let input = route::Input::Peer { peer: *peer, addresses: listen_addresses.clone() };
+		let input = route::Identified { peer: *peer, addresses: listen_addresses.clone() };
 		if let Some(route_tx) = &self.route_tx {
 			let _ = route_tx.send(input);
 		}

@@ -1,7 +1,7 @@
 //! The peers a node routes through: those that speak the route protocol, with their keys and
 //! addresses, learnt from identify and from other nodes' lookup answers.
 
-use super::{nearest, Key};
+use super::key::{nearest, Key};
 use std::{collections::HashMap, time::Duration};
 
 /// Most peers a table keeps; past it the one heard from longest ago goes.

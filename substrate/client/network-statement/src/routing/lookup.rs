@@ -2,7 +2,7 @@
 //! candidates not asked yet (at most [`super::ALPHA`] at once) for the nearest they know, and
 //! stop once the K nearest candidates that did not fail have all answered.
 
-use super::{distance, Key};
+use super::key::{distance, Key};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,14 +146,17 @@ impl<P: Copy + Ord> Lookup<P> {
 
 #[cfg(test)]
 mod tests {
+	use super::super::{
+		key::{key_of, nearest},
+		known::Known,
+	};
 	use super::*;
-	use crate::routing::{nearest, Known};
 	use std::{collections::BTreeSet, time::Duration};
 
 	/// A network of `n` nodes, each knowing a few random others and those nearest it, as
 	/// Kademlia's buckets would after its walks; returns every node's table.
 	fn network(n: u32, random: usize, near: usize, seed: u64) -> Vec<Known<u32, ()>> {
-		let keys: Vec<Key> = (0..n).map(|i| crate::routing::key_of(&i.to_le_bytes())).collect();
+		let keys: Vec<Key> = (0..n).map(|i| key_of(&i.to_le_bytes())).collect();
 		let mut rng = seed | 1;
 		let mut next = || {
 			rng ^= rng << 13;
@@ -186,7 +189,7 @@ mod tests {
 		k: usize,
 		dead: &BTreeSet<u32>,
 	) -> Lookup<u32> {
-		let local = (from, crate::routing::key_of(&from.to_le_bytes()));
+		let local = (from, key_of(&from.to_le_bytes()));
 		let mut lookup =
 			Lookup::new(target, k, 3, local, tables[from as usize].nearest(&target, k, None));
 		for _round in 0..1_000 {
@@ -210,10 +213,10 @@ mod tests {
 	fn lookups_from_any_node_converge_on_the_true_k_nearest_live_nodes() {
 		let n = 1_000;
 		let tables = network(n, 12, 20, 7);
-		let keys: Vec<Key> = (0..n).map(|i| crate::routing::key_of(&i.to_le_bytes())).collect();
+		let keys: Vec<Key> = (0..n).map(|i| key_of(&i.to_le_bytes())).collect();
 		let dead: BTreeSet<u32> = (0..n).filter(|i| i % 10 == 3).collect();
 		for probe in 0..50u8 {
-			let target = crate::routing::key_of(&[probe, 0xee]);
+			let target = key_of(&[probe, 0xee]);
 			let live = (0..n).filter(|i| !dead.contains(i)).map(|i| (i, keys[i as usize]));
 			let truth = nearest(&target, live, 20);
 			let from = (u32::from(probe) * 37) % n;
