@@ -53,6 +53,7 @@ fn routing_args() -> Vec<(&'static str, &'static str)> {
 		("--statement-routing-drop-after", DROP_AFTER_SECS),
 		// Every node is on 127.0.0.1: lookups connect each node to many others.
 		("--max-connections-per-ip", "512"),
+		("-l", "statement-gossip=debug"),
 	]
 }
 
@@ -83,6 +84,10 @@ struct Recall {
 	mean: f64,
 	/// Nodes holding a probe they are not a holder of, summed over the probes.
 	extra: usize,
+	/// Which: (probe, node).
+	extras: Vec<(usize, String)>,
+	/// Expected holders not holding: (probe, node).
+	missing: Vec<(usize, String)>,
 	/// Probes on fewer than K live nodes.
 	short: usize,
 	/// Statements each node holds, most first.
@@ -96,18 +101,25 @@ async fn recall(nodes: &[Live], probes: &[([u8; 32], Statement)]) -> Result<Reca
 	}
 	let peers: Vec<Vec<u8>> = nodes.iter().map(|node| node.peer.clone()).collect();
 	let (mut sum, mut extra, mut short) = (0.0, 0, 0);
-	for (topic, probe) in probes {
+	let (mut extras, mut missing) = (Vec::new(), Vec::new());
+	for (at, (topic, probe)) in probes.iter().enumerate() {
 		let expected = holders(topic, &peers, K);
 		let holding: Vec<usize> =
 			(0..nodes.len()).filter(|index| dumps[*index].contains(&probe.hex)).collect();
 		let seen = expected.iter().filter(|index| holding.contains(index)).count();
 		sum += seen as f64 / K as f64;
 		extra += holding.iter().filter(|index| !expected.contains(index)).count();
+		for index in holding.iter().filter(|index| !expected.contains(index)) {
+			extras.push((at, nodes[*index].name.clone()));
+		}
+		for index in expected.iter().filter(|index| !holding.contains(index)) {
+			missing.push((at, nodes[*index].name.clone()));
+		}
 		short += usize::from(holding.len() < K);
 	}
 	let mut per_node: Vec<usize> = dumps.iter().map(|dump| dump.len()).collect();
 	per_node.sort_unstable_by(|a, b| b.cmp(a));
-	Ok(Recall { mean: sum / probes.len() as f64, extra, short, per_node })
+	Ok(Recall { mean: sum / probes.len() as f64, extra, extras, missing, short, per_node })
 }
 
 /// Wait until every probe is held by exactly its K holders among `nodes`.
@@ -123,7 +135,11 @@ async fn converged(
 		Ok(if seen.mean == 1.0 && seen.extra == 0 {
 			Check::Met(seen)
 		} else {
-			Check::Unmet(format!("{seen:?}"))
+			Check::Unmet(format!(
+				"mean recall {}, held but not holders (probe, node) {:?}, holders without \
+				 it {:?}, statements per node {:?}",
+				seen.mean, seen.extras, seen.missing, seen.per_node
+			))
 		})
 	})
 	.await?;
