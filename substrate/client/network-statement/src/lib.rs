@@ -66,6 +66,26 @@
 //! - Undecodable or oversized notifications and invalid statements lower the peer's standing;
 //!   a peer whose standing falls below [`BANNED_STANDING`] is dropped and banned.
 //!
+//! # Topic-routed storage
+//! With [`Config::routing`] (`--statement-replication-factor K`) a node keeps each statement
+//! only if it is among the K routed nodes nearest one of the statement's topics (upstream's
+//! placement rule: `blake2_256` of a PeerId against the topic, XOR, big-endian), or if a
+//! subscription on it names one of them ([`routing`]):
+//! - The nearest are found by iterative lookups over `/{genesis}/statement/route/1` (a
+//!   request-response protocol only routed nodes offer), never from the node's own list.
+//! - A node that admits a statement it did not get from a holder sends it to the holders,
+//!   and drops it after [`routing::RoutingConfig::drop_after`].
+//! - Holders look their topics up again every [`routing::RoutingConfig::refresh`] and push
+//!   what new holders lack.
+//! - Subscriptions on a node that holds none of their topics watch the topics on their
+//!   holders: the stored statements, then the new ones.
+//! - On gossip a routed node declares the light role with a filter of its subscriptions'
+//!   topics, so routed nodes do not gossip everything to each other. A full node without
+//!   routing is asked for everything instead ([`core::Event::KeepsEverything`]), so that
+//!   statements submitted to it reach the holders, and it still gets everything.
+//!
+//! Metrics: `substrate_sync_statement_v2dht_*`, as upstream's gated path names them.
+//!
 //! # The core and its drivers
 //! The protocol is a state machine, [`core::Core`] (and [`peerset::Peerset`] for the slots),
 //! with no sockets, threads or clock of its own: events in, actions out. The litep2p driver

@@ -1,5 +1,5 @@
-//! The gossip core, the peerset and the wire formats know no transport, thread or clock: every
-//! path in their code (not only `use` lines; comments aside) is checked against what a
+//! The gossip core, the peerset, the wire formats and the router know no transport, thread or
+//! clock: every path in their code (not only `use` lines; comments aside) is checked against what a
 //! simulator or another host could not provide. A driver feeds them events and the time.
 //!
 //! The whole of each file is read. Only items behind `#[cfg(test)]` are left out, each to its
@@ -30,7 +30,8 @@ const TEST_ONLY: &str = "#[cfg(test)]";
 
 /// The transport-free parts, relative to `src/`: folders are read whole but for their unit
 /// test files (`tests.rs`).
-const CHECKED: &[&str] = &["core", "peerset.rs", "wire", "affinity.rs", "rate.rs"];
+const CHECKED: &[&str] =
+	&["core", "peerset.rs", "wire", "affinity.rs", "rate.rs", "routing", "routing/router"];
 
 fn files(root: &Path, relative: &[&str]) -> Vec<PathBuf> {
 	let mut found = Vec::new();
