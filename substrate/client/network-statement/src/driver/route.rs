@@ -8,7 +8,7 @@ use crate::{
 	metrics::Metrics,
 	routing::{
 		key_of,
-		router::{Action, Answer, Event, Reply, Router},
+		router::{Action, Answer, Event, Reply, Router, QUERY_DEADLINE},
 		wire::{self, PeerEntry, Response},
 		RoutingConfig,
 	},
@@ -79,8 +79,8 @@ pub(super) struct RouteTask {
 	/// Reports of blocking jobs and of addresses learnt, as router events.
 	done_tx: mpsc::UnboundedSender<Event<PeerId, Multiaddr>>,
 	done_rx: mpsc::UnboundedReceiver<Event<PeerId, Multiaddr>>,
-	/// The router's query ids of litep2p's outbound requests.
-	queries: HashMap<RequestId, u64>,
+	/// The router's query ids of litep2p's outbound requests, and when each was sent.
+	queries: HashMap<RequestId, (u64, Instant)>,
 	/// litep2p's ids of the inbound requests the router names.
 	requests: HashMap<u64, RequestId>,
 	next_request: u64,
@@ -135,6 +135,9 @@ impl RouteTask {
 				}
 				Some(event) = self.done_rx.recv() => self.feed(event),
 				_ = tick.tick() => {
+					// The router has counted these failed already; litep2p never reported them.
+					let forgotten = QUERY_DEADLINE * 2;
+					self.queries.retain(|_, (_, sent)| sent.elapsed() < forgotten);
 					let wanted = self.interest.topics();
 					self.feed(Event::Tick { wanted });
 				}
@@ -164,7 +167,7 @@ impl RouteTask {
 				}
 			}
 			RequestResponseEvent::ResponseReceived { peer, request_id, response, .. } => {
-				let Some(query) = self.queries.remove(&request_id) else { return };
+				let Some((query, _)) = self.queries.remove(&request_id) else { return };
 				match wire::decode_response(&response) {
 					Ok(response) => {
 						let answer = answer_of(response);
@@ -177,7 +180,7 @@ impl RouteTask {
 				}
 			}
 			RequestResponseEvent::RequestFailed { peer, request_id, error } => {
-				let Some(query) = self.queries.remove(&request_id) else { return };
+				let Some((query, _)) = self.queries.remove(&request_id) else { return };
 				log::debug!(target: LOG, "Route request to {peer} failed: {error:?}");
 				self.feed(Event::Failed { query });
 			}
@@ -212,7 +215,7 @@ impl RouteTask {
 				Action::Query { query, peer, body } => {
 					match self.handle.try_send_request(peer, body.encode(), DialOptions::Dial) {
 						Ok(id) => {
-							self.queries.insert(id, query);
+							self.queries.insert(id, (query, Instant::now()));
 						}
 						Err(err) => {
 							log::debug!(target: LOG, "Cannot send a route request to {peer}: {err:?}");

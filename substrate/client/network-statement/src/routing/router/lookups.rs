@@ -15,13 +15,17 @@ where
 {
 	/// The holders of `key`, if a lookup found them within `refresh`; otherwise one starts.
 	pub(super) fn holders(&mut self, key: Key) -> Option<Vec<P>> {
-		if let Some((holders, at)) = self.cache.get(&key) {
-			if self.now.saturating_sub(*at) < self.config.refresh {
+		if let Some((holders, until)) = self.cache.get(&key) {
+			if *until > self.now {
 				return Some(holders.clone());
 			}
 		}
 		self.start_lookup(key);
-		None
+		// A lookup with nobody to ask ends at once.
+		self.cache
+			.get(&key)
+			.filter(|(_, until)| *until > self.now)
+			.map(|(holders, _)| holders.clone())
 	}
 
 	/// The holders the last lookup of `key` found, however old.
@@ -66,20 +70,21 @@ where
 		log::trace!(target: LOG, "Lookup of {} done after {} queries", hex::encode(key), lookup.queries());
 		let mut holders = lookup.nearest();
 		holders.truncate(self.config.replication_factor);
-		self.cache.insert(key, (holders.clone(), self.now));
-		self.on_holders(key, holders);
+		let valid = if lookup.queries() == 0 { super::LONELY_FOR } else { self.config.refresh };
+		self.cache.insert(key, (holders.clone(), self.now + valid));
+		self.on_holders(key, holders, self.now + valid);
 		while self.lookups.len() < LOOKUPS_AT_ONCE {
 			let Some(next) = self.queued_lookups.pop_front() else { break };
 			self.start_lookup(next);
 		}
 	}
 
-	/// A lookup of `key` found these holders.
-	fn on_holders(&mut self, key: Key, holders: Vec<P>) {
-		let (local, refresh, now) = (self.local, self.config.refresh, self.now);
+	/// A lookup of `key` found these holders, to be looked up again at `again`.
+	fn on_holders(&mut self, key: Key, holders: Vec<P>, again: super::Time) {
+		let local = self.local;
 		if let Some(held) = self.held.get_mut(&key) {
 			let before = std::mem::replace(&mut held.holders, holders.clone());
-			held.refresh_at = now + refresh;
+			held.refresh_at = again;
 			let still = holders.contains(&local);
 			let new: Vec<P> = holders
 				.iter()

@@ -41,6 +41,10 @@ pub const QUERY_DEADLINE: Duration = Duration::from_secs(10);
 /// Longest a lookup may run; past it, it ends with the nearest that answered.
 pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(30);
 
+/// How long the answer of a lookup that had nobody to ask (the node knew no routed peer) is
+/// used: it names only this node, and peers may be learnt any moment.
+pub const LONELY_FOR: Duration = Duration::from_secs(1);
+
 /// Longest an answer naming new peers waits for [`Event::Learnt`]; past it, it is taken
 /// anyway (a query to a peer the transport cannot dial fails as any other).
 pub const LEARN_DEADLINE: Duration = Duration::from_secs(2);
@@ -303,6 +307,7 @@ pub struct Router<P, A> {
 	learning: HashMap<u64, Learning<P>>,
 	lookups: HashMap<Key, (Lookup<P>, Time)>,
 	queued_lookups: VecDeque<Key>,
+	/// Each key's holders at its last lookup, and until when they are used without another.
 	cache: HashMap<Key, (Vec<P>, Time)>,
 	parked: BTreeMap<u64, Parked>,
 	parked_on: HashMap<Key, Vec<u64>>,

@@ -102,7 +102,9 @@ where
 		if self.held.contains_key(&key) || self.held.len() >= MAX_HELD_KEYS {
 			return;
 		}
-		let refresh_at = self.now + self.config.refresh;
+		// Looked up again when its answer is no longer used: soon, if it had nobody to ask.
+		let refresh_at =
+			self.cache.get(&key).map_or(self.now + self.config.refresh, |(_, until)| *until);
 		self.held.insert(key, Held { holders, refresh_at });
 		self.metrics.routing_held_keys.set(self.held.len() as u64);
 	}
@@ -172,7 +174,8 @@ where
 		let known = self.known.len() as u64;
 		self.metrics.routing_known_peers.set(known);
 		self.metrics.routing_eligible_peers.set(known);
-		let keep = self.config.refresh * 2;
-		self.cache.retain(|_, (_, at)| now.saturating_sub(*at) < keep);
+		// Past their use, answers stay a while for `cached`, which decides on what waited.
+		let keep = self.config.refresh;
+		self.cache.retain(|_, (_, until)| *until + keep > now);
 	}
 }

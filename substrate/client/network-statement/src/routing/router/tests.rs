@@ -309,3 +309,17 @@ fn a_node_that_does_not_hold_a_topic_gets_it_while_a_subscription_names_it() {
 		"kept after the subscription"
 	);
 }
+
+#[test]
+fn a_node_that_knew_nobody_looks_again_within_a_second_of_meeting_peers() {
+	let mut net = Net::new(1);
+	let (hash, encoding) = statement(1, Some(topic(1)));
+	net.submit(0, (hash, encoding));
+	assert!(net.nodes[0].store.contains_key(&hash), "alone, it holds what it takes");
+	assert_eq!(net.nodes[0].router.held_keys(), 1, "and knows it holds it");
+	net.join(&[]);
+	// With K = 3, both nodes are holders; the lonely answer is not trusted for a refresh.
+	net.advance(Duration::from_millis(1_500));
+	assert!(REFRESH > Duration::from_millis(1_500));
+	assert!(net.nodes[1].store.contains_key(&hash), "the newcomer got it before a refresh");
+}
