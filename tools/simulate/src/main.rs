@@ -8,16 +8,20 @@
 //! target/release/simulate gossip --nodes 1000 --rate 1000 --propagation reference
 //! target/release/simulate gossip --nodes 1000 --churn 0.1 --light-share 0.2
 //! target/release/simulate routing --nodes 100,1000,10000                         # topic routing
+//! target/release/simulate routed --nodes 100,1000                                # as built
 //! ```
 //!
 //! `gossip` prints one markdown row per propagation mode asked for: latency until every node
 //! that should have a statement has it, per-delivery latency, loss, bytes and duplicates, peak
 //! queues, and (with churn) how long joining nodes take to catch up. The same seed gives the
 //! same figures. `routing` models topic-routed storage (the reference's gated "v2 DHT" path)
-//! and prints storage, bandwidth and loss against full replication; see `docs/scaling.md`.
+//! and prints storage, bandwidth and loss against full replication; `routed` runs the node's
+//! own router (`statement_network::routing::router`) on every node and counts the same
+//! copies and losses; see `docs/scaling.md`.
 
 mod gossip;
 mod random;
+mod routed;
 mod routing;
 mod stats;
 
@@ -50,6 +54,8 @@ enum Command {
 	Gossip(GossipArgs),
 	/// Topic-routed storage, modelled: each topic kept by the K nodes nearest it.
 	Routing(routing::Args),
+	/// Topic-routed storage as built: the node's router on every node, unchanged.
+	Routed(routed::Args),
 }
 
 #[derive(clap::Args)]
@@ -121,6 +127,7 @@ fn main() {
 	match cli.command {
 		Command::Gossip(args) => gossip_runs(args),
 		Command::Routing(args) => routing::run(args),
+		Command::Routed(args) => routed::run(args),
 	}
 }
 
