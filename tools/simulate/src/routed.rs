@@ -13,21 +13,13 @@
 //! watches them.
 
 use crate::random::{Rng, Zipf};
-use codec::Decode;
-use statement_network::{
-	metrics::Metrics,
-	routing::{
-		key_of, nearest,
-		router::{Action, Answer, Event, Reply, Router, Time},
-		Key, RoutingConfig,
-	},
+use statement_network::routing::{
+	key_of,
+	memory::{Network, TICK},
+	nearest, Key, RoutingConfig,
 };
 use statement_primitives::{Encoded, Hash, Statement, Topic};
-use std::{
-	collections::{BTreeMap, HashMap},
-	sync::Arc,
-	time::Duration,
-};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -56,159 +48,6 @@ pub struct Args {
 	seed: u64,
 }
 
-const TICK: Duration = Duration::from_millis(250);
-
-struct Node {
-	router: Router<u32, u32>,
-	store: BTreeMap<Hash, Encoded>,
-	alive: bool,
-}
-
-struct Net {
-	nodes: Vec<Node>,
-	keys: Vec<Key>,
-	now: Time,
-	config: RoutingConfig,
-	open: HashMap<(u32, u64), (u32, u64)>,
-	next_request: u64,
-	queries: u64,
-}
-
-impl Net {
-	fn join(&mut self) -> u32 {
-		let id = self.nodes.len() as u32;
-		let key = key_of(&id.to_le_bytes());
-		let router =
-			Router::new(self.config.clone(), id, key, Arc::new(Metrics::default()), u32::MAX);
-		self.nodes.push(Node { router, store: BTreeMap::new(), alive: true });
-		self.keys.push(key);
-		id
-	}
-
-	fn introduce(&mut self, who: u32, peer: u32) {
-		if who == peer {
-			return;
-		}
-		let event = Event::Peer { peer, key: self.keys[peer as usize], addresses: vec![peer] };
-		let now = self.now;
-		self.nodes[who as usize].router.handle(now, event);
-	}
-
-	fn feed(&mut self, id: u32, event: Event<u32, u32>) {
-		let now = self.now;
-		self.nodes[id as usize].router.handle(now, event);
-	}
-
-	fn live(&self) -> Vec<u32> {
-		(0..self.nodes.len() as u32).filter(|id| self.nodes[*id as usize].alive).collect()
-	}
-
-	fn settle(&mut self) {
-		loop {
-			let mut busy = false;
-			for id in 0..self.nodes.len() as u32 {
-				if !self.nodes[id as usize].alive {
-					continue;
-				}
-				while let Some(action) = self.nodes[id as usize].router.poll_action() {
-					busy = true;
-					self.carry_out(id, action);
-				}
-			}
-			if !busy {
-				return;
-			}
-		}
-	}
-
-	fn carry_out(&mut self, id: u32, action: Action<u32, u32>) {
-		match action {
-			Action::Query { query, peer, body } => {
-				self.queries += 1;
-				if !self.nodes[peer as usize].alive {
-					return self.feed(id, Event::Failed { query });
-				}
-				self.introduce(peer, id);
-				self.next_request += 1;
-				let request = self.next_request;
-				self.open.insert((peer, request), (id, query));
-				self.feed(peer, Event::Request { from: id, request, body });
-			}
-			Action::Respond { request, reply } => {
-				let Some((asker, query)) = self.open.remove(&(id, request)) else { return };
-				let keys = &self.keys;
-				let answer = match reply {
-					Reply::Nearest(peers) => Answer::Nearest(
-						peers.into_iter().map(|(p, a)| (p, keys[p as usize], a)).collect(),
-					),
-					Reply::Stored(_) => Answer::Stored,
-					Reply::Statements { statements, more } => {
-						Answer::Statements { statements, more }
-					}
-					Reply::Refused(reason) => Answer::Refused(reason),
-					Reply::Reject => return self.feed(asker, Event::Failed { query }),
-				};
-				self.feed(asker, Event::Answer { query, answer });
-			}
-			Action::Learn { then, .. } => self.feed(id, Event::Learnt { then }),
-			Action::Submit { request, statements } => {
-				let mut admitted = Vec::new();
-				for statement in statements {
-					let encoding = Encoded::from(statement.encode());
-					let store = &mut self.nodes[id as usize].store;
-					if store.insert(statement.hash(), encoding.clone()).is_none() {
-						admitted.push(encoding);
-					}
-				}
-				let accepted = admitted.len() as u32;
-				if !admitted.is_empty() {
-					self.feed(id, Event::Admitted { encodings: admitted, forward: true });
-				}
-				if let Some(request) = request {
-					self.feed(id, Event::Submitted { request, accepted, refused: 0 });
-				}
-			}
-			Action::ReadTopic { request, topic, skip } => {
-				let statements: Vec<Encoded> =
-					self.on_key(id, topic.0).into_iter().skip(skip as usize).collect();
-				self.feed(id, Event::TopicRead { request, statements, more: false });
-			}
-			Action::ReadKey { key, peers, release } => {
-				let statements = self.on_key(id, key);
-				self.feed(id, Event::KeyRead { peers, statements, release });
-			}
-			Action::Release { hashes } => {
-				for hash in hashes {
-					self.nodes[id as usize].store.remove(&hash);
-				}
-			}
-		}
-	}
-
-	fn on_key(&self, id: u32, key: Key) -> Vec<Encoded> {
-		self.nodes[id as usize]
-			.store
-			.values()
-			.filter(|encoding| {
-				Statement::decode(&mut &encoding[..])
-					.is_ok_and(|statement| statement.topics().contains(&Topic(key)))
-			})
-			.cloned()
-			.collect()
-	}
-
-	fn advance(&mut self, by: Duration) {
-		let end = self.now + by;
-		while self.now < end {
-			self.now += TICK;
-			for id in self.live() {
-				self.feed(id, Event::Tick { wanted: Vec::new() });
-			}
-			self.settle();
-		}
-	}
-}
-
 /// What one count found.
 struct Count {
 	copies_mean: f64,
@@ -220,9 +59,9 @@ struct Count {
 	stored_max: f64,
 }
 
-fn count(net: &Net, placed: &[(Hash, Key)], k: usize) -> Count {
+fn count(net: &Network, placed: &[(Hash, Key)], k: usize) -> Count {
 	let live = net.live();
-	let live_keys: Vec<(u32, Key)> = live.iter().map(|id| (*id, net.keys[*id as usize])).collect();
+	let live_keys: Vec<(u32, Key)> = live.iter().map(|id| (*id, Network::key(*id))).collect();
 	let (mut copies, mut under, mut gone, mut lost, mut extra) = (0, 0, 0, 0, 0);
 	for (hash, key) in placed {
 		let holding: Vec<u32> = live
@@ -257,15 +96,7 @@ fn measure(args: &Args, n: usize, churn: f64) -> (Count, Count, f64) {
 	let mut config = RoutingConfig::new(args.k);
 	config.refresh = Duration::from_secs(args.refresh);
 	config.drop_after = Duration::from_secs(args.refresh);
-	let mut net = Net {
-		nodes: Vec::new(),
-		keys: Vec::new(),
-		now: Time::ZERO,
-		config,
-		open: HashMap::new(),
-		next_request: 0,
-		queries: 0,
-	};
+	let mut net = Network::new(config);
 	for _ in 0..n {
 		net.join();
 	}
@@ -281,7 +112,7 @@ fn measure(args: &Args, n: usize, churn: f64) -> (Count, Count, f64) {
 	net.advance(TICK * 4);
 	let zipf = Zipf::new(args.topics, args.zipf);
 	let mut placed = Vec::with_capacity(args.statements);
-	let queries_before = net.queries;
+	let queries_before = net.queries();
 	for index in 0..args.statements {
 		let topic = Topic(key_of(&(zipf.draw(&mut rng) as u64).to_le_bytes()));
 		let mut statement = Statement::new();
@@ -289,13 +120,10 @@ fn measure(args: &Args, n: usize, churn: f64) -> (Count, Count, f64) {
 		statement.set_plain_data((index as u64).to_le_bytes().to_vec());
 		let hash = statement.hash();
 		let writer = rng.below(n) as u32;
-		let encoding = Encoded::from(statement.encode());
-		net.nodes[writer as usize].store.insert(hash, encoding.clone());
-		net.feed(writer, Event::Admitted { encodings: vec![encoding], forward: true });
-		net.settle();
+		net.submit(writer, hash, Encoded::from(statement.encode()));
 		placed.push((hash, topic.0));
 	}
-	let writes = (net.queries - queries_before) as f64 / n as f64 / args.statements as f64;
+	let writes = (net.queries() - queries_before) as f64 / n as f64 / args.statements as f64;
 	net.advance(Duration::from_secs(args.refresh * 2 + 1));
 	let before = count(&net, &placed, args.k);
 	// Churn: a share leaves without a word, as many join, knowing live nodes.

@@ -18,12 +18,14 @@
 //!   `/statement/route/1` protocol of [`wire`]) that converges on the K nearest live nodes.
 //! - [`router::Router`]: one routed node: lookups, forwarding, holding, hand-over, watches
 //!   and releases.
+//! - [`memory::Network`]: routers in one process, for tests and the simulator.
 //!
 //! All are state machines without sockets or clocks; the litep2p driver runs them.
 
 mod key;
 mod known;
 mod lookup;
+pub mod memory;
 pub mod router;
 pub mod wire;
 
