@@ -257,6 +257,10 @@ mod tests {
 			 --seconds 10 --latency-ms 0.05,0.2 --upload-mbit 0 --size 400 --validate-us 347 \
 			 --origin 1 --watch 0,5,10,15,19 --propagation immediate",
 			"simulate routing --nodes 100,1000,10000",
+			"simulate routed --nodes 100,1000",
+			"simulate routed --nodes 100,1000 --statements 2000 --churn 0.1,0.3",
+			"simulate routed --nodes 10000 --statements 2000 --churn 0.1",
+			"simulate routed --nodes 30 --k 5 --statements 24 --topics 24 --churn 0.2 --refresh 3",
 		]);
 	}
 

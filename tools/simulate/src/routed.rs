@@ -1,4 +1,5 @@
-//! Topic-routed storage as built: `statement-network`'s [`Router`], unchanged, on every node,
+//! Topic-routed storage as built: `statement-network`'s
+//! [`Router`](statement_network::routing::router::Router), unchanged, on every node,
 //! under a virtual clock, with queries answered at once (no latency, no loss but departed
 //! nodes). The measure of the model in [`crate::routing`], taken of the real code.
 //!
