@@ -152,22 +152,19 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	};
 	let view: Arc<dyn crate::core::StoreView> = Arc::new(ViewOf(store.clone()));
 	let mut core = Core::new(core_config, view, metrics.clone(), Duration::ZERO);
-	let (interest, interest_rx) = match &config.light_topics {
-		_ if routed => {
-			let topics = config.light_topics.clone().unwrap_or_default();
+	let (interest, interest_rx) = match (&config.light_topics, routed) {
+		(None, false) => (Interest::full(), None),
+		(topics, routed) => {
+			let topics = topics.clone().unwrap_or_default();
 			let seed = config.affinity_seed.unwrap_or_else(random_u128);
-			let (interest, first, changes) = Interest::routed(topics, seed);
+			if !routed {
+				log::info!(target: LOG, "Light node: asking peers for {} topic(s) and those of open subscriptions", topics.len());
+			}
+			let (interest, first, changes) =
+				if routed { Interest::routed(topics, seed) } else { Interest::light(topics, seed) };
 			core.handle(Duration::ZERO, Event::Interest(first));
 			(interest, Some(changes))
 		}
-		Some(topics) => {
-			let seed = config.affinity_seed.unwrap_or_else(random_u128);
-			let (interest, first, changes) = Interest::light(topics.clone(), seed);
-			core.handle(Duration::ZERO, Event::Interest(first));
-			log::info!(target: LOG, "Light node: asking peers for {} topic(s) and those of open subscriptions", topics.len());
-			(interest, Some(changes))
-		}
-		None => (Interest::full(), None),
 	};
 
 	// Boot nodes are where discovery starts; reserved nodes are kept connected. With

@@ -114,10 +114,9 @@ where
 	/// decided on again after `drop_after`.
 	pub(super) fn on_key_read(&mut self, peers: Vec<P>, statements: Vec<Encoded>, release: bool) {
 		self.metrics.routing_handed_over.add((statements.len() * peers.len()) as u64);
+		// One read's statements are distinct: queued whole, without `queue_for`'s scan.
 		for peer in peers {
-			for encoding in &statements {
-				self.queue_for(peer, encoding);
-			}
+			self.outgoing.entry(peer).or_default().extend(statements.iter().cloned());
 		}
 		if release {
 			let due = self.now + self.config.drop_after;
