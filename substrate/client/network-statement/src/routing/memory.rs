@@ -42,6 +42,8 @@ pub struct Network {
 	open: HashMap<(u32, u64), (u32, u64)>,
 	next_request: u64,
 	queries: u64,
+	/// Nodes whose incoming `Store` requests fail, as a node still starting up may.
+	pub refusing_stores: Vec<u32>,
 }
 
 impl Network {
@@ -54,6 +56,7 @@ impl Network {
 			open: HashMap::new(),
 			next_request: 0,
 			queries: 0,
+			refusing_stores: Vec::new(),
 		}
 	}
 
@@ -135,7 +138,9 @@ impl Network {
 		match action {
 			Action::Query { query, peer, body } => {
 				self.queries += 1;
-				if !self.nodes[peer as usize].alive {
+				let refused = matches!(body, super::wire::Request::Store { .. })
+					&& self.refusing_stores.contains(&peer);
+				if !self.nodes[peer as usize].alive || refused {
 					return self.feed(id, Event::Failed { query });
 				}
 				self.introduce(peer, id);

@@ -171,7 +171,13 @@ where
 				}
 				self.drive(key);
 			}
-			Purpose::Store => {}
+			Purpose::Store => {
+				// A push to a holder that did not arrive: the peer counts as new to every key
+				// held here again, so the next refresh pushes to it once more.
+				for held in self.held.values_mut() {
+					held.holders.retain(|holder| *holder != peer);
+				}
+			}
 			Purpose::Watch { topic, .. } => {
 				// Watched again, after a fresh lookup, at the next tick.
 				self.watching.remove(&topic);

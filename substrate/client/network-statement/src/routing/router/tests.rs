@@ -161,3 +161,17 @@ fn a_node_that_knew_nobody_looks_again_within_a_second_of_meeting_peers() {
 	assert!(REFRESH > Duration::from_millis(1_500));
 	assert!(net.nodes[1].store.contains_key(&hash), "the newcomer got it before a refresh");
 }
+
+#[test]
+fn a_push_to_a_new_holder_that_failed_is_made_again_at_the_next_refresh() {
+	let mut net = network(30);
+	let placed = submit_all(&mut net, 24, |index| u32::from(index) * 7 % 30);
+	net.advance(REFRESH + DROP_AFTER + Duration::from_secs(2));
+	// Newcomers that cannot take writes at first: every push to them fails.
+	let newcomers: Vec<u32> = (0..6).map(|n| join(&mut net, &[n + 1, n + 7])).collect();
+	net.refusing_stores = newcomers;
+	net.advance(REFRESH * 2);
+	net.refusing_stores.clear();
+	net.advance(REFRESH * 2 + DROP_AFTER);
+	assert_placed(&net, &placed, "after the newcomers took writes");
+}
