@@ -595,6 +595,7 @@ mod tests {
 			&network.routing_forwarded,
 			&network.routing_handed_over,
 			&network.routing_released,
+			&network.routing_fetches,
 		];
 		for (at, value) in values.into_iter().enumerate() {
 			value.set(20 + at as u64);
@@ -753,6 +754,7 @@ mod tests {
 			("substrate_sync_statement_v2dht_forwarded_total", "counter"),
 			("substrate_sync_statement_v2dht_handed_over_total", "counter"),
 			("substrate_sync_statement_v2dht_released_total", "counter"),
+			("substrate_sync_statement_v2dht_fetches_total", "counter"),
 			("substrate_sync_propagated_statements_chunks", "histogram"),
 			("substrate_sync_statement_sent_latency_seconds", "histogram"),
 			("substrate_sync_initial_sync_duration_seconds", "histogram"),

@@ -83,6 +83,12 @@ pub fn module(store: Store, config: &RpcConfig) -> Result<RpcModule<()>, Error> 
 		statements = statements.with_subscription_hook(std::sync::Arc::new(move |filter| {
 			Box::new(interest.watch(filter)) as Box<dyn std::any::Any + Send>
 		}));
+		// A routed node fetches a query's topics from their holders first (at once otherwise).
+		let network = network.clone();
+		statements = statements.with_query_hook(std::sync::Arc::new(move |topics| {
+			Box::pin(network.fetch(topics))
+				as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+		}));
 	}
 	module.merge(statements.into_module())?;
 	if let Some(keystore) = &config.keystore {

@@ -11,6 +11,8 @@ pub mod names {
 	pub const PEERS: &str = "substrate_sub_libp2p_peers_count";
 	/// Statements in the store.
 	pub const STATEMENTS: &str = "substrate_sub_statement_store_statements_total";
+	/// Encoded bytes of the statements in the store.
+	pub const STORED_BYTES: &str = "substrate_sub_statement_store_bytes_total";
 	/// Subscriptions the store holds open.
 	pub const SUBSCRIPTIONS: &str = "substrate_statement_store_subscriptions";
 	/// Statements the store admitted as new (from RPC or from peers) since the node started.

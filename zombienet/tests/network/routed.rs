@@ -5,7 +5,7 @@
 //! node's store until each probe is held by exactly its K holders.
 //!
 //! Thirty nodes, K = 5. Then a reader on a node that holds none of a topic gets its stored
-//! statement and a new one; then six nodes stop (frozen, as a crashed host) and six fresh
+//! statement and a new one, and a one-shot query on another such node gets both; then six nodes stop (frozen, as a crashed host) and six fresh
 //! ones join, and every probe is back on its K live holders with nothing lost.
 
 use crate::common::{
@@ -215,6 +215,17 @@ async fn a_routed_network_keeps_each_probe_on_its_k_holders_through_churn() -> R
 	subscription.expect_exactly(&encoded(&later), READ_WITHIN).await?;
 	drop(subscription);
 	println!("the reader {} got probe-0's stored and new statements", reader.name);
+	// A one-shot query on another node that holds none of it is answered with both, at once:
+	// the node fetches the topic from its holders before it answers.
+	let asker = &nodes[order[NODES - 4]];
+	let answered = Instant::now();
+	let answer = asker.client.broadcasts(&[topic_hex.clone()]).await?;
+	ensure!(
+		answer == encoded([&first, &later[0]]),
+		"statement_broadcastsStatement on {}, which holds none of probe-0's topic: {answer:?}",
+		asker.name
+	);
+	println!("a query on {} was answered from the holders in {:?}", asker.name, answered.elapsed());
 	let mut probes = probes;
 	probes.push((topic_bytes, later[0].clone()));
 

@@ -123,7 +123,7 @@ pub mod routing;
 pub mod wire;
 
 pub use core::FILTER_CHANGES_PER_SECOND;
-pub use driver::{start, Network, PeerInfo};
+pub use driver::{start, Network, PeerInfo, FETCHES_AT_ONCE, FETCH_WAIT};
 pub use interest::{Interest, InterestGuard};
 pub use litep2p::{types::multiaddr::Multiaddr, PeerId};
 pub use metrics::Metrics;

@@ -107,6 +107,8 @@ pub struct Metrics {
 	pub routing_handed_over: Value,
 	/// Statements dropped because this node does not hold them.
 	pub routing_released: Value,
+	/// One-shot queries' topics fetched from their holders.
+	pub routing_fetches: Value,
 	/// 1 when the node routes: the `v2dht` families are shown.
 	pub routing_enabled: Value,
 }
@@ -160,6 +162,7 @@ impl Default for Metrics {
 			routing_forwarded: Value::default(),
 			routing_handed_over: Value::default(),
 			routing_released: Value::default(),
+			routing_fetches: Value::default(),
 			routing_enabled: Value::default(),
 		}
 	}
@@ -240,6 +243,12 @@ impl Metrics {
 				Counter,
 				"Statements dropped: this node does not hold them.",
 				self.routing_released.get(),
+			),
+			Family::one(
+				"substrate_sync_statement_v2dht_fetches_total",
+				Counter,
+				"Topics of one-shot queries fetched from their holders (this node holds none of the query's topics).",
+				self.routing_fetches.get(),
 			),
 		]
 	}

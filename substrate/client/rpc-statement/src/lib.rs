@@ -93,4 +93,4 @@ pub mod v2;
 
 pub use error::{ensure_unsafe_allowed, invalid_params};
 pub use params::{ParamError, SHOWN_CHARS};
-pub use service::{StatementRpc, SubscriptionHook};
+pub use service::{QueryHook, StatementRpc, SubscriptionHook};

@@ -3,7 +3,7 @@
 //! `subscribe`.
 
 use crate::{
-	error::{dump_too_large, store_error, too_many_subscriptions},
+	error::{dump_too_large, internal, store_error, too_many_subscriptions},
 	hex::HexList,
 	limits::{DUMP_PAGE_MAX, DUMP_WALK_PAGE},
 	params::Positional,
@@ -70,12 +70,22 @@ fn register(
 			s.posted_clear_stmt(t, k.unwrap_or_default())
 		}),
 	];
+	// Async: a node with topic-routed storage first has the topics fetched from their
+	// holders (the hook); the store is then read on the blocking pool.
 	for (name, needs_key, query) in queries {
-		module.register_blocking_method(name, move |params, rpc, _| {
+		module.register_async_method(name, move |params, rpc, _| async move {
 			let params = Positional::of(&params)?;
 			let topics = params.topics(0)?;
 			let key = if needs_key { Some(params.key(1)?) } else { None };
-			query(rpc.store.as_ref(), &topics, key).map(HexList).map_err(|err| store_error(&err))
+			if let Some(hook) = &rpc.before_query {
+				hook(topics.clone()).await;
+			}
+			let store = rpc.store.clone();
+			tokio::task::spawn_blocking(move || query(store.as_ref(), &topics, key))
+				.await
+				.map_err(internal)?
+				.map(HexList)
+				.map_err(|err| store_error(&err))
 		})?;
 	}
 	// Raw: jsonrpsee keeps no task for the subscription's lifetime. The filter is read here,

@@ -12,7 +12,7 @@ use crate::{
 	pump::Pump,
 };
 use jsonrpsee::types::error::ErrorObjectOwned;
-use statement_primitives::{StatementStore, TopicFilter, DEFAULT_SUBSCRIBER_QUEUE_BYTES};
+use statement_primitives::{StatementStore, Topic, TopicFilter, DEFAULT_SUBSCRIBER_QUEUE_BYTES};
 use std::sync::{atomic::AtomicUsize, Arc};
 
 /// Called with each subscription's filter as it opens; what it returns is kept for as long as
@@ -20,6 +20,15 @@ use std::sync::{atomic::AtomicUsize, Arc};
 /// the subscription's topics.
 pub type SubscriptionHook =
 	Arc<dyn Fn(&TopicFilter) -> Box<dyn std::any::Any + Send> + Send + Sync>;
+
+/// Called before a one-shot query (`statement_broadcasts`, `statement_posted` ...) is
+/// answered, with its topics; the query is answered from the store once the future ends. A
+/// node with topic-routed storage fetches the topics from their holders into its store.
+pub type QueryHook = Arc<
+	dyn Fn(Vec<Topic>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+		+ Send
+		+ Sync,
+>;
 
 /// What the RPC methods work on.
 #[derive(Clone)]
@@ -29,6 +38,7 @@ pub struct StatementRpc {
 	pub(crate) max_response_bytes: u32,
 	pub(crate) queue_bytes: usize,
 	pub(crate) on_subscribe: Option<SubscriptionHook>,
+	pub(crate) before_query: Option<QueryHook>,
 	pub(crate) pump: Pump,
 	/// Permits to read for subscriptions (subscribe, replay pages) off the async threads.
 	pub(crate) readers: Arc<tokio::sync::Semaphore>,
@@ -53,6 +63,7 @@ impl StatementRpc {
 			max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
 			queue_bytes: DEFAULT_SUBSCRIBER_QUEUE_BYTES,
 			on_subscribe: None,
+			before_query: None,
 			pump: Pump::default(),
 			readers: Arc::new(tokio::sync::Semaphore::new(SUBSCRIPTION_READERS)),
 			starting: Arc::default(),
@@ -78,6 +89,12 @@ impl StatementRpc {
 	/// Call `hook` as each subscription opens (see [`SubscriptionHook`]).
 	pub fn with_subscription_hook(mut self, hook: SubscriptionHook) -> Self {
 		self.on_subscribe = Some(hook);
+		self
+	}
+
+	/// Await `hook` before each one-shot query is answered (see [`QueryHook`]).
+	pub fn with_query_hook(mut self, hook: QueryHook) -> Self {
+		self.before_query = Some(hook);
 		self
 	}
 

@@ -7,7 +7,45 @@ use crate::{
 	Multiaddr, PeerId,
 };
 use parking_lot::Mutex;
-use std::{collections::HashMap, sync::Arc};
+use statement_primitives::Topic;
+use std::{collections::HashMap, sync::Arc, time::Duration};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+/// Longest a one-shot query waits for its topics' holders: the router's own deadline, and
+/// a margin for the store.
+pub const FETCH_WAIT: Duration =
+	Duration::from_secs(crate::routing::router::FETCH_DEADLINE.as_secs() + 2);
+
+/// Queries that may wait for a fetch at once; past it, queries are answered from what the
+/// node holds at once.
+pub const FETCHES_AT_ONCE: usize = 1024;
+
+/// The way to the route task's fetches.
+#[derive(Clone)]
+pub(super) struct Fetcher {
+	tx: mpsc::UnboundedSender<super::route::Fetch>,
+	permits: Arc<Semaphore>,
+}
+
+impl Fetcher {
+	pub(super) fn new(tx: mpsc::UnboundedSender<super::route::Fetch>) -> Self {
+		Fetcher { tx, permits: Arc::new(Semaphore::new(FETCHES_AT_ONCE)) }
+	}
+
+	async fn fetch(self, topics: Vec<Topic>) {
+		let Ok(_permit) = self.permits.try_acquire_owned() else {
+			log::debug!(target: crate::core::LOG, "{FETCHES_AT_ONCE} queries wait for their holders; one is answered from what this node holds");
+			return;
+		};
+		let (done, finished) = oneshot::channel();
+		if self.tx.send(super::route::Fetch { topics, done }).is_err() {
+			return;
+		}
+		if tokio::time::timeout(FETCH_WAIT, finished).await.is_err() {
+			log::debug!(target: crate::core::LOG, "A query's holders did not answer within {FETCH_WAIT:?}; answered from what this node holds");
+		}
+	}
+}
 
 /// A connected peer, as `system_peers` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +69,8 @@ pub struct Network {
 	pub(super) task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 	/// The route task, with topic-routed storage.
 	pub(super) route_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+	/// Where one-shot queries' fetches go, with topic-routed storage.
+	pub(super) fetcher: Option<Fetcher>,
 	/// Validation threads: they hold the store until they end.
 	pub(super) validators: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
@@ -73,6 +113,23 @@ impl Network {
 	/// [`Interest`]); on a full node it does nothing.
 	pub fn interest(&self) -> &Interest {
 		&self.interest
+	}
+
+	/// Have the store hold what the holders of `topics` hold before a one-shot query on them
+	/// is answered from it (see [`crate::routing`]): resolves once it does, once no holder
+	/// could be reached, or after [`FETCH_WAIT`]. At once on a node without topic-routed
+	/// storage, for a query naming no topic, on a node holding one of the topics, and past
+	/// [`FETCHES_AT_ONCE`] queries waiting.
+	pub fn fetch(
+		&self,
+		topics: Vec<Topic>,
+	) -> impl std::future::Future<Output = ()> + Send + 'static {
+		let fetcher = self.fetcher.clone();
+		async move {
+			if let Some(fetcher) = fetcher {
+				fetcher.fetch(topics).await;
+			}
+		}
 	}
 
 	/// Stop networking and wait until nothing of it holds the store any more (the worker and

@@ -22,7 +22,7 @@ use crate::{
 use discovery::Discovery;
 use futures::StreamExt;
 use handle::Shared;
-pub use handle::{Network, PeerInfo};
+pub use handle::{Network, PeerInfo, FETCHES_AT_ONCE, FETCH_WAIT};
 use litep2p::{
 	config::ConfigBuilder,
 	protocol::notification::{
@@ -193,10 +193,11 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 	}
 
 	let (done_tx, done_rx) = mpsc::unbounded_channel();
-	let (route_tx, addresses_rx, route_task) = match (route_handle, &config.routing) {
+	let (route_tx, addresses_rx, route_task, fetcher) = match (route_handle, &config.routing) {
 		(Some(handle), Some(routing)) => {
 			let (route_tx, identified) = mpsc::unbounded_channel();
 			let (addresses_tx, addresses_rx) = mpsc::unbounded_channel();
+			let (fetch_tx, fetches) = mpsc::unbounded_channel();
 			let task = route::RouteTask::new(route::Parts {
 				config: routing.clone(),
 				local: local_peer_id,
@@ -208,11 +209,12 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 				addresses_tx,
 				admitted: store.watch_admissions(config.watch_queue_bytes)?,
 				rate_limit: config.rate_limit,
+				fetches,
 			});
 			let task = tokio::spawn(task.run(routing.replication_factor));
-			(Some(route_tx), Some(addresses_rx), Some(task))
+			(Some(route_tx), Some(addresses_rx), Some(task), Some(handle::Fetcher::new(fetch_tx)))
 		}
-		_ => (None, None, None),
+		_ => (None, None, None, None),
 	};
 	let worker = Worker {
 		litep2p,
@@ -245,6 +247,7 @@ pub async fn start(config: Config, store: Arc<dyn StatementStore>) -> Result<Net
 		interest,
 		task: Mutex::new(Some(task)),
 		route_task: Mutex::new(route_task),
+		fetcher,
 		validators: Mutex::new(validation.threads),
 	})
 }

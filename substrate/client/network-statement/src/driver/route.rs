@@ -53,6 +53,13 @@ pub(super) struct AddAddresses {
 	pub done: oneshot::Sender<()>,
 }
 
+/// A one-shot query's topics to fetch from their holders; `done` is sent once the store has
+/// them (or they could not be had in time).
+pub(super) struct Fetch {
+	pub topics: Vec<Topic>,
+	pub done: oneshot::Sender<()>,
+}
+
 /// Everything the route task starts from.
 pub(super) struct Parts {
 	pub config: RoutingConfig,
@@ -65,6 +72,7 @@ pub(super) struct Parts {
 	pub addresses_tx: mpsc::UnboundedSender<AddAddresses>,
 	pub admitted: Box<dyn StatementSubscription>,
 	pub rate_limit: u32,
+	pub fetches: mpsc::UnboundedReceiver<Fetch>,
 }
 
 pub(super) struct RouteTask {
@@ -84,6 +92,10 @@ pub(super) struct RouteTask {
 	/// litep2p's ids of the inbound requests the router names.
 	requests: HashMap<u64, RequestId>,
 	next_request: u64,
+	fetches: mpsc::UnboundedReceiver<Fetch>,
+	/// Fetches the router was asked for, by its ids.
+	waiting: HashMap<u64, oneshot::Sender<()>>,
+	next_fetch: u64,
 }
 
 impl RouteTask {
@@ -111,6 +123,9 @@ impl RouteTask {
 			queries: HashMap::new(),
 			requests: HashMap::new(),
 			next_request: 0,
+			fetches: parts.fetches,
+			waiting: HashMap::new(),
+			next_fetch: 0,
 		}
 	}
 
@@ -134,10 +149,18 @@ impl RouteTask {
 					self.feed(Event::Peer { peer, key, addresses });
 				}
 				Some(event) = self.done_rx.recv() => self.feed(event),
+				Some(Fetch { topics, done }) = self.fetches.recv() => {
+					self.next_fetch += 1;
+					let fetch = self.next_fetch;
+					self.waiting.insert(fetch, done);
+					self.feed(Event::Fetch { fetch, topics });
+				}
 				_ = tick.tick() => {
 					// The router has counted these failed already; litep2p never reported them.
 					let forgotten = QUERY_DEADLINE * 2;
 					self.queries.retain(|_, (_, sent)| sent.elapsed() < forgotten);
+					// Queries that stopped waiting (their deadline) need no report.
+					self.waiting.retain(|_, done| !done.is_closed());
 					let wanted = self.interest.topics();
 					self.feed(Event::Tick { wanted });
 				}
@@ -241,7 +264,14 @@ impl RouteTask {
 						}
 					});
 				}
-				Action::Submit { request, statements } => self.submit(request, statements),
+				Action::Submit { request, statements, fetched } => {
+					self.submit(request, statements, fetched)
+				}
+				Action::Fetched { fetch } => {
+					if let Some(done) = self.waiting.remove(&fetch) {
+						let _ = done.send(());
+					}
+				}
 				Action::ReadTopic { request, topic, skip } => {
 					let store = self.store.clone();
 					let report = self.done_tx.clone();
@@ -274,7 +304,12 @@ impl RouteTask {
 		}
 	}
 
-	fn submit(&mut self, request: Option<u64>, statements: Vec<Statement>) {
+	fn submit(
+		&mut self,
+		request: Option<u64>,
+		statements: Vec<Statement>,
+		fetched: Option<(Topic, u64)>,
+	) {
 		let store = self.store.clone();
 		let report = self.done_tx.clone();
 		tokio::task::spawn_blocking(move || {
@@ -292,6 +327,9 @@ impl RouteTask {
 			}
 			if let Some(request) = request {
 				let _ = report.send(Event::Submitted { request, accepted, refused });
+			}
+			if let Some(fetched) = fetched {
+				let _ = report.send(Event::FetchStored { fetched });
 			}
 		});
 	}

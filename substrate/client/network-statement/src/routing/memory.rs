@@ -44,6 +44,8 @@ pub struct Network {
 	queries: u64,
 	/// Nodes whose incoming `Store` requests fail, as a node still starting up may.
 	pub refusing_stores: Vec<u32>,
+	/// Fetches reported done: (node, fetch).
+	pub fetched: Vec<(u32, u64)>,
 }
 
 impl Network {
@@ -57,6 +59,7 @@ impl Network {
 			next_request: 0,
 			queries: 0,
 			refusing_stores: Vec::new(),
+			fetched: Vec::new(),
 		}
 	}
 
@@ -165,7 +168,7 @@ impl Network {
 				self.feed(asker, Event::Answer { query, answer });
 			}
 			Action::Learn { then, .. } => self.feed(id, Event::Learnt { then }),
-			Action::Submit { request, statements } => {
+			Action::Submit { request, statements, fetched } => {
 				let mut admitted = Vec::new();
 				for statement in statements {
 					let encoding = Encoded::from(statement.encode());
@@ -181,6 +184,9 @@ impl Network {
 				if let Some(request) = request {
 					self.feed(id, Event::Submitted { request, accepted, refused: 0 });
 				}
+				if let Some(fetched) = fetched {
+					self.feed(id, Event::FetchStored { fetched });
+				}
 			}
 			Action::ReadTopic { request, topic, skip } => {
 				let statements: Vec<Encoded> =
@@ -191,6 +197,7 @@ impl Network {
 				let statements = self.on_key(id, key);
 				self.feed(id, Event::KeyRead { peers, statements, release });
 			}
+			Action::Fetched { fetch } => self.fetched.push((id, fetch)),
 			Action::Release { hashes } => {
 				for hash in hashes {
 					self.nodes[id as usize].store.remove(&hash);

@@ -9,15 +9,16 @@
 //!   upstream's rule (polkadot-sdk's `v2dht`), so both agree on who the K nearest are when
 //!   every node is known.
 //! - A node holds a statement when it is among the K nearest of one of its keys, or when a
-//!   local subscription names one of its topics. Any other node that admits it forwards it
+//!   local subscription names one of its topics (or a one-shot query named one a moment
+//!   ago, and its topic was fetched from the holders). Any other node that admits it forwards it
 //!   to the holders and drops it after [`RoutingConfig::drop_after`].
 //!
 //! # The parts
 //! - [`Known`]: the peers this node can route through, with their keys and addresses.
 //! - [`Lookup`]: one iterative lookup (Kademlia's, over [`Known`] tables and the
 //!   `/statement/route/1` protocol of [`wire`]) that converges on the K nearest live nodes.
-//! - [`router::Router`]: one routed node: lookups, forwarding, holding, hand-over, watches
-//!   and releases.
+//! - [`router::Router`]: one routed node: lookups, forwarding, holding, hand-over, watches,
+//!   fetches for one-shot queries, and releases.
 //! - [`memory::Network`]: routers in one process, for tests and the simulator.
 //!
 //! All are state machines without sockets or clocks; the litep2p driver runs them.

@@ -107,6 +107,7 @@ where
 			}
 		}
 		self.renew_watch(Topic(key), &holders);
+		self.fetch_from(Topic(key), &holders);
 		self.unpark(key);
 	}
 

@@ -9,6 +9,9 @@
 //!   pushes the key's statements to holders that were not holders before (hand-over), and a
 //!   key it no longer holds it pushes on and lets go; it watches, on their holders, the
 //!   topics the node's subscriptions name.
+//! - `fetch`: a one-shot query on topics the node does not hold waits until one topic's
+//!   statements came from its holders (a `Watch` on each), and the topic stays watched for a
+//!   short window in which queries are answered at once.
 //! - `retention`: a statement the store admits that did not come by `Store` is sent to the
 //!   holders of each of its keys; one this node does not hold, and no subscription here
 //!   names, is released after [`RoutingConfig::drop_after`].
@@ -16,11 +19,14 @@
 //! The driver (`driver/route.rs` for litep2p) sends the queries, reads and writes the store,
 //! and reports back.
 
+mod fetch;
 mod lookups;
 mod retention;
 mod serve;
 #[cfg(test)]
 mod tests;
+
+pub use fetch::FETCH_DEADLINE;
 
 use super::{wire, Key, Known, Lookup, RoutingConfig};
 use crate::metrics::Metrics;
@@ -148,6 +154,19 @@ pub enum Event<P, A> {
 		/// Whether this node lets the key go.
 		release: bool,
 	},
+	/// A one-shot query here names `topics` (all of which its statements carry): fetch them
+	/// from their holders unless this node has them, then report [`Action::Fetched`].
+	Fetch {
+		/// Names the report.
+		fetch: u64,
+		/// The query's topics.
+		topics: Vec<Topic>,
+	},
+	/// The statements of a fetch's page ([`Action::Submit`] with `fetched`) are stored.
+	FetchStored {
+		/// The topic and the fetch it was for.
+		fetched: (Topic, u64),
+	},
 	/// Time passed; `wanted` is what the node's subscriptions name now.
 	Tick {
 		/// Topics wanted here.
@@ -227,6 +246,14 @@ pub enum Action<P, A> {
 		request: Option<u64>,
 		/// The statements.
 		statements: Vec<Statement>,
+		/// A fetch's page: report [`Event::FetchStored`] with it once stored.
+		fetched: Option<(Topic, u64)>,
+	},
+	/// [`Event::Fetch`] `fetch` is done: the node's store has what the holders had (or they
+	/// could not be reached in time), and the query can be answered.
+	Fetched {
+		/// The fetch.
+		fetch: u64,
 	},
 	/// Read a page of a topic's statements past the first `skip`; report
 	/// [`Event::TopicRead`].
@@ -258,9 +285,20 @@ pub enum Action<P, A> {
 /// What a query was for.
 #[derive(Debug)]
 enum Purpose {
-	Nearest { key: Key },
+	Nearest {
+		key: Key,
+	},
 	Store,
-	Watch { topic: Topic, skip: u32 },
+	Watch {
+		topic: Topic,
+		skip: u32,
+	},
+	/// A page of a fetch (the fetch's first id names it).
+	Fetch {
+		topic: Topic,
+		skip: u32,
+		id: u64,
+	},
 }
 
 /// An admitted statement waiting for the lookups of its keys.
@@ -316,6 +354,11 @@ pub struct Router<P, A> {
 	wanted: Vec<Topic>,
 	watching: HashMap<Topic, Time>,
 	watchers: HashMap<Topic, HashMap<P, Time>>,
+	/// Topics being fetched for one-shot queries.
+	fetching: HashMap<Topic, fetch::Fetching>,
+	/// Topics fetched, with the end of the window in which queries are answered from the
+	/// store (their holders' watches keep it current).
+	fetched: HashMap<Topic, Time>,
 	outgoing: HashMap<P, Vec<Encoded>>,
 	arrived: HashSet<Hash>,
 	arrived_order: VecDeque<Hash>,
@@ -362,6 +405,8 @@ where
 			wanted: Vec::new(),
 			watching: HashMap::new(),
 			watchers: HashMap::new(),
+			fetching: HashMap::new(),
+			fetched: HashMap::new(),
 			outgoing: HashMap::new(),
 			arrived: HashSet::new(),
 			arrived_order: VecDeque::new(),
@@ -409,6 +454,8 @@ where
 			Event::KeyRead { peers, statements, release } => {
 				self.on_key_read(peers, statements, release)
 			}
+			Event::Fetch { fetch, topics } => self.on_fetch(fetch, topics),
+			Event::FetchStored { fetched } => self.on_fetch_stored(fetched),
 			Event::Tick { wanted } => {
 				self.wanted = wanted;
 				self.tick();

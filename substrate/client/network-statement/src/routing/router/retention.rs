@@ -110,7 +110,7 @@ where
 	}
 
 	fn wanted_here(&self, topics: &[Topic]) -> bool {
-		topics.iter().any(|topic| self.wanted.contains(topic))
+		topics.iter().any(|topic| self.wanted.contains(topic) || self.fetched_here(topic))
 	}
 
 	/// Release what is due and neither held nor wanted here.
@@ -164,6 +164,7 @@ where
 	pub(super) fn tick(&mut self) {
 		let now = self.now;
 		self.expire_queries();
+		self.expire_fetches();
 		self.refresh();
 		for watchers in self.watchers.values_mut() {
 			watchers.retain(|_, until| *until > now);

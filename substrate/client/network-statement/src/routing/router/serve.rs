@@ -81,8 +81,11 @@ where
 			self.remember_arrived(statement.hash());
 		}
 		self.metrics.received.add(decoded.len() as u64);
-		self.actions
-			.push_back(super::Action::Submit { request: Some(request), statements: decoded });
+		self.actions.push_back(super::Action::Submit {
+			request: Some(request),
+			statements: decoded,
+			fetched: None,
+		});
 	}
 
 	pub(super) fn on_answer(&mut self, query: u64, answer: Answer<P, A>) {
@@ -121,6 +124,9 @@ where
 			(Purpose::Watch { topic, skip }, Answer::Statements { statements, more }) => {
 				self.on_watch_page(peer, topic, skip, statements, more)
 			}
+			(Purpose::Fetch { topic, skip, id }, Answer::Statements { statements, more }) => {
+				self.on_fetch_page(peer, (topic, id), skip, statements, more)
+			}
 			(purpose, Answer::Refused(reason)) => {
 				log::debug!(target: LOG, "{peer:?} refused a route request: {reason}");
 				self.on_failure(peer, purpose);
@@ -147,6 +153,16 @@ where
 				wire::Request::Watch { topic: topic.0, lease_secs: self.lease_secs(), skip: next };
 			self.query(peer, body, Purpose::Watch { topic, skip: next });
 		}
+		let decoded = self.arrived_page(statements);
+		if !decoded.is_empty() {
+			let submit =
+				super::Action::Submit { request: None, statements: decoded, fetched: None };
+			self.actions.push_back(submit);
+		}
+	}
+
+	/// A page's statements that decode, remembered as arrived (not forwarded again).
+	pub(super) fn arrived_page(&mut self, statements: Vec<Vec<u8>>) -> Vec<Statement> {
 		let mut decoded = Vec::new();
 		for bytes in statements {
 			if let Ok(statement) = Statement::decode(&mut &bytes[..]) {
@@ -154,9 +170,7 @@ where
 				decoded.push(statement);
 			}
 		}
-		if !decoded.is_empty() {
-			self.actions.push_back(super::Action::Submit { request: None, statements: decoded });
-		}
+		decoded
 	}
 
 	pub(super) fn on_failure(&mut self, peer: P, purpose: Purpose) {
@@ -183,6 +197,7 @@ where
 				self.watching.remove(&topic);
 				self.cache.remove(&topic.0);
 			}
+			Purpose::Fetch { topic, id, .. } => self.on_fetch_failed(topic, id),
 		}
 	}
 

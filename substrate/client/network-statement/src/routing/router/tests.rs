@@ -175,3 +175,43 @@ fn a_push_to_a_new_holder_that_failed_is_made_again_at_the_next_refresh() {
 	net.advance(REFRESH * 2 + DROP_AFTER);
 	assert_placed(&net, &placed, "after the newcomers took writes");
 }
+
+#[test]
+fn a_query_on_a_node_that_does_not_hold_its_topic_is_answered_after_the_holders_sent_it() {
+	let mut net = network(20);
+	let placed = submit_all(&mut net, 3, |_| 5);
+	net.advance(DROP_AFTER + Duration::from_secs(1));
+	let (hash, key) = placed[0];
+	let (holding, _) = holding(&net, &hash, &key);
+	let reader = (0..20).find(|id| !holding.contains(id)).unwrap();
+	assert!(!net.nodes[reader as usize].store.contains_key(&hash), "the reader lets it go first");
+	// A query naming another topic too: one topic's holders have all its statements.
+	let topics = vec![Topic(key), topic(200)];
+	net.feed(reader, Event::Fetch { fetch: 7, topics: topics.clone() });
+	net.settle();
+	assert_eq!(net.fetched, vec![(reader, 7)], "the fetch was reported done");
+	assert!(net.nodes[reader as usize].store.contains_key(&hash), "and the statement is stored");
+	// Within the window the holders keep the reader current, and queries need no network.
+	let writer = (0..20).find(|id| !holding.contains(id) && *id != reader).unwrap();
+	let later = statement(500, Some(Topic(key)));
+	net.submit(writer, later.0, later.1.clone());
+	assert!(net.nodes[reader as usize].store.contains_key(&later.0), "the new one came");
+	let queries = net.queries();
+	net.feed(reader, Event::Fetch { fetch: 8, topics });
+	net.settle();
+	assert_eq!(net.fetched.last(), Some(&(reader, 8)), "answered at once");
+	assert_eq!(net.queries(), queries, "without asking anyone");
+	// A holder, or a query naming no topic, never asks.
+	let holder = holding[0];
+	net.feed(holder, Event::Fetch { fetch: 9, topics: vec![Topic(key)] });
+	net.feed(reader, Event::Fetch { fetch: 10, topics: vec![] });
+	net.settle();
+	let mut last = net.fetched[2..].to_vec();
+	last.sort_unstable_by_key(|(_, fetch)| *fetch);
+	assert_eq!(last, [(holder, 9), (reader, 10)]);
+	assert_eq!(net.queries(), queries, "nobody was asked");
+	// After the window the reader lets both go, as any statement it does not hold.
+	net.advance(DROP_AFTER * 2 + REFRESH);
+	let store = &net.nodes[reader as usize].store;
+	assert!(!store.contains_key(&hash) && !store.contains_key(&later.0), "kept past the window");
+}
