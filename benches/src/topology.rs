@@ -208,10 +208,19 @@ impl Nodes {
 	/// Start `count` nodes that know only the first, and wait until each has found
 	/// `min(8, count - 1)` peers.
 	pub fn mesh(settings: &NodeSettings, count: usize) -> Result<Nodes, String> {
+		Nodes::mesh_with(settings, count, &[])
+	}
+
+	/// [`Nodes::mesh`], every node started with `extra` arguments.
+	pub fn mesh_with(
+		settings: &NodeSettings,
+		count: usize,
+		extra: &[String],
+	) -> Result<Nodes, String> {
 		let mut nodes = Nodes::empty(count, MESH_TIMEOUT)?;
 		for _ in 0..count {
 			let bootnode = nodes.nodes.first().map(Node::address);
-			nodes.start(settings, bootnode, &[])?;
+			nodes.start(settings, bootnode, extra)?;
 		}
 		nodes.expected = vec![OUT_PEERS.min(count.saturating_sub(1)) as u64; count];
 		nodes.await_peers()?;

@@ -25,6 +25,13 @@
 //! - `light`: `--light-statements` (20,000) statements over 10 topics into node A, half before
 //!   a light node (`--statement-topics`, one topic) joins A and half after, with a full node
 //!   on A beside it: bytes and statements each received, against those it wanted.
+//! - `routed`: `--routed-nodes` (30) nodes with `--statement-replication-factor`
+//!   `--replication-factor` (5) that find each other from the first; `--routed-statements`
+//!   (3,000; quick 600), ten to a topic, at `--rate` into node 1, with an `"any"` subscription
+//!   on every node and a reader on the last subscribed to 16 topics it does not hold:
+//!   statements and bytes each node stores against full replication, copies per statement,
+//!   latency to all K holders (by upstream's placement rule) and to the reader, and what never
+//!   arrived. Runs once, whatever `--mode`.
 //!
 //! `--mode immediate|reference|both` (default `immediate`) sets `--statement-propagation`;
 //! `both` runs each scenario with each and prints reference / immediate. `--quick` shortens
@@ -40,6 +47,7 @@
 
 mod light;
 mod mesh;
+mod routed;
 mod scenario;
 mod traffic;
 
@@ -69,18 +77,21 @@ enum Scenario {
 	Mesh,
 	/// What a light node receives against what it asked for.
 	Light,
+	/// Topic-routed storage: storage per node, latency to the holders and to a reader.
+	Routed,
 	/// Every scenario, in this order.
 	All,
 }
 
 /// Every scenario, in the order `all` runs them.
-const ALL: [Scenario; 6] = [
+const ALL: [Scenario; 7] = [
 	Scenario::Latency2,
 	Scenario::Line5,
 	Scenario::MaxRate,
 	Scenario::Sync,
 	Scenario::Mesh,
 	Scenario::Light,
+	Scenario::Routed,
 ];
 
 /// `--mode`: which `--statement-propagation` each scenario runs with.
@@ -143,6 +154,15 @@ struct Args {
 	/// Statements over 10 topics in `light` [default: 20000; quick 2000].
 	#[arg(long, value_name = "N")]
 	light_statements: Option<usize>,
+	/// Nodes in `routed` (at least 3) [default: 30].
+	#[arg(long, value_name = "N")]
+	routed_nodes: Option<usize>,
+	/// `--statement-replication-factor` in `routed` [default: 5].
+	#[arg(long, value_name = "K", value_parser = clap::value_parser!(u16).range(1..))]
+	replication_factor: Option<u16>,
+	/// Statements in `routed`, ten to a topic [default: 3000; quick 600].
+	#[arg(long, value_name = "N")]
+	routed_statements: Option<usize>,
 }
 
 impl Args {
@@ -182,6 +202,9 @@ impl Args {
 			sync_timeout: Duration::from_secs_f64(self.sync_timeout.unwrap_or(300.0)),
 			mesh_nodes: self.mesh_nodes.unwrap_or(20).max(3),
 			light_statements: self.light_statements.unwrap_or(if quick { 2_000 } else { 20_000 }),
+			routed_nodes: self.routed_nodes.unwrap_or(30).max(3),
+			replication_factor: usize::from(self.replication_factor.unwrap_or(5)),
+			routed_statements: self.routed_statements.unwrap_or(if quick { 600 } else { 3_000 }),
 		}
 	}
 }
@@ -216,7 +239,7 @@ fn run(args: Args) -> Result<(), String> {
 			Scenario::MaxRate => plan.max_step_statements(),
 			Scenario::Sync => plan.sync_statements,
 			Scenario::Mesh => plan.latency_statements(),
-			Scenario::Light | Scenario::All => 0,
+			Scenario::Light | Scenario::Routed | Scenario::All => 0,
 		})
 		.max()
 		.unwrap_or(0);
@@ -229,6 +252,13 @@ fn run(args: Args) -> Result<(), String> {
 			light::LIGHT_TOPICS
 		);
 		Pool::sign_on(plan.light_statements, light::LIGHT_TOPICS)?
+	} else {
+		Pool::sign(0)?
+	};
+	let routed_pool = if scenarios.contains(&Scenario::Routed) {
+		let topics = plan.routed_statements.div_ceil(routed::PER_TOPIC);
+		eprintln!("signing {} statements over {topics} topics ...", plan.routed_statements);
+		Pool::sign_on(plan.routed_statements, topics)?
 	} else {
 		Pool::sign(0)?
 	};
@@ -245,6 +275,7 @@ fn run(args: Args) -> Result<(), String> {
 			Scenario::Sync => scenario::sync(&modes, &runtime, &pool, &plan)?,
 			Scenario::Mesh => mesh::mesh(&modes, &runtime, &pool, &plan)?,
 			Scenario::Light => light::light(&modes, &runtime, &light_pool, &plan)?,
+			Scenario::Routed => routed::routed(&modes[0], &runtime, &routed_pool, &plan)?,
 			Scenario::All => {}
 		}
 	}
@@ -268,10 +299,18 @@ mod tests {
 			"propagation --scenario mesh20 --mode both --rate 250",
 			"propagation --scenario mesh20 --mode both --rate 250 --seconds 10",
 			"propagation --scenario light --mode both",
+			"propagation --scenario routed",
+			"propagation --scenario routed --routed-nodes 30 --replication-factor 5 \
+			 --routed-statements 3000 --rate 200",
 			"propagation --scenario latency2 --mode reference --node n --step-seconds 2 \
 			 --drain 5 --rate-limit 100 --sync-timeout 60 --mesh-nodes 5 --light-statements 10",
 		]);
-		for bad in ["propagation --mode fast", "propagation --rate 0", "propagation --rates 1,x"] {
+		for bad in [
+			"propagation --mode fast",
+			"propagation --rate 0",
+			"propagation --rates 1,x",
+			"propagation --replication-factor 0",
+		] {
 			assert!(parse_line::<Args>(bad).is_err(), "{bad}");
 		}
 	}

@@ -45,6 +45,13 @@ pub struct Plan {
 	pub mesh_nodes: usize,
 	/// Statements the light scenario submits, over [`LIGHT_TOPICS`](crate::light::LIGHT_TOPICS) topics.
 	pub light_statements: usize,
+	/// Nodes in the routed scenario.
+	pub routed_nodes: usize,
+	/// Their `--statement-replication-factor`.
+	pub replication_factor: usize,
+	/// Statements the routed scenario submits, [`PER_TOPIC`](crate::routed::PER_TOPIC) to a
+	/// topic.
+	pub routed_statements: usize,
 }
 
 impl Plan {

@@ -96,6 +96,11 @@ impl Pool {
 		Ok(Pool { signed: Arc::new(signed), topics })
 	}
 
+	/// Topics the pool's statements are spread over.
+	pub fn topics(&self) -> usize {
+		self.topics
+	}
+
 	/// Statements in the pool.
 	pub fn len(&self) -> usize {
 		self.signed.len()
@@ -106,6 +111,11 @@ impl Pool {
 		let to = to.min(self.len());
 		let signed = self.signed[from.min(to)..to].to_vec();
 		Pool { signed: Arc::new(signed), topics: self.topics }
+	}
+
+	/// The topic statement `seq` carries.
+	pub fn topic_of(&self, seq: usize) -> Topic {
+		bench_topic(seq % self.topics)
 	}
 
 	/// Statements `0..count` on topic `k`, and their encoded bytes.
@@ -283,6 +293,12 @@ impl Subscriber {
 	/// Subscribe (`statement_subscribeStatement` with `{"matchAll": [topic]}`) on the node at
 	/// `port`, for statements with sequence numbers below `count`.
 	pub async fn open(port: u16, count: usize) -> Result<Subscriber, String> {
+		let filter = json!({ "matchAll": [hex::encode(&bench_topic(0).0)] });
+		Subscriber::open_with(port, count, filter).await
+	}
+
+	/// [`Subscriber::open`] with another filter (`"any"`, `{"matchAny": [...]}` ...).
+	pub async fn open_with(port: u16, count: usize, filter: Value) -> Result<Subscriber, String> {
 		let client = WsClientBuilder::default()
 			.request_timeout(REQUEST_TIMEOUT)
 			.max_response_size(u32::MAX)
@@ -290,7 +306,6 @@ impl Subscriber {
 			.build(format!("ws://127.0.0.1:{port}"))
 			.await
 			.map_err(|err| format!("cannot open a WebSocket to port {port}: {err}"))?;
-		let filter = json!({ "matchAll": [hex::encode(&bench_topic(0).0)] });
 		let subscription = client
 			.subscribe::<Value, _>(
 				"statement_subscribeStatement",
