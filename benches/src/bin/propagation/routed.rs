@@ -8,7 +8,7 @@
 
 use crate::{
 	scenario::{latency_cells, Plan, SETTLE},
-	traffic::{submit, Pool, Subscriber},
+	traffic::{stored_sequences, submit, Pool, Subscriber},
 };
 use serde_json::json;
 use statement_store_benches::{
@@ -41,8 +41,16 @@ struct RoutedRun {
 	stored: Vec<(f64, f64)>,
 	/// From submit to the last of its K holders, over statements all K got.
 	to_holders: Option<Latency>,
-	/// (statement, holder) pairs that never arrived.
+	/// (statement, holder) pairs whose subscription never saw the statement.
 	missing: usize,
+	/// At the end, from every node's store: (statement, holder) pairs not held, and
+	/// (statement, non-holder) pairs held.
+	missing_at_end: usize,
+	extra_at_end: usize,
+	/// Which nodes held those: (node, statements it does not hold by the rule).
+	extra_by_node: Vec<(usize, usize)>,
+	/// Subscriptions the nodes ended before the harness did, and why.
+	ended: Vec<String>,
 	/// From submit to the reader, over the reader's topics' statements.
 	to_reader: Option<Latency>,
 	reader_expected: usize,
@@ -148,18 +156,54 @@ fn routed_run(
 		}
 	}
 	let reader_lost = reader_expected - to_reader.len();
+	let ended: Vec<String> = received
+		.iter()
+		.chain(std::iter::once(&read))
+		.enumerate()
+		.filter_map(|(at, read)| {
+			let whose = if at == n { "the reader's".into() } else { format!("node {at}'s") };
+			Some(format!("{whose}: {}", read.ended.as_ref()?))
+		})
+		.collect();
 	// Non-holders let go `drop_after` after they admitted; then count what each stores.
 	std::thread::sleep(Duration::from_secs(DROP_AFTER_SECS * 2 + 2));
 	let mut stored = Vec::with_capacity(n);
+	let mut held = Vec::with_capacity(n);
 	for node in &nodes.nodes {
 		let metrics = node.metrics()?;
 		stored.push((metrics.value(STATEMENTS)?, metrics.value(STORED_BYTES)?));
+		let mut sequences = runtime.block_on(stored_sequences(node.rpc_port()))?;
+		sequences.sort_unstable();
+		held.push(sequences);
+	}
+	let (mut missing_at_end, mut extra_at_end) = (0, 0);
+	let mut extra_by_node = vec![0; n];
+	for seq in (0..count).filter(|seq| submissions.accepted[*seq]) {
+		let expected = holders_of(seq);
+		for (at, sequences) in held.iter().enumerate() {
+			match (expected.contains(&at), sequences.binary_search(&seq).is_ok()) {
+				(true, false) => missing_at_end += 1,
+				(false, true) => {
+					extra_at_end += 1;
+					extra_by_node[at] += 1;
+				}
+				_ => {}
+			}
+		}
 	}
 	Ok(RoutedRun {
 		accepted,
 		stored,
 		to_holders: Latency::of(to_holders),
 		missing,
+		missing_at_end,
+		extra_at_end,
+		extra_by_node: extra_by_node
+			.into_iter()
+			.enumerate()
+			.filter(|(_, extra)| *extra > 0)
+			.collect(),
+		ended,
 		to_reader: Latency::of(to_reader),
 		reader_expected,
 		reader_lost,
@@ -194,13 +238,14 @@ pub fn routed(
 	println!(
 		"| accepted | stored per node, mean / max | of full replication, mean / max | bytes \
 		 per node, mean / max | copies per statement | to all K holders p50 | p90 | p99 | max \
-		 | missing at a holder | reader's statements | to the reader p50 | p90 | p99 | max | \
+		 | not seen at a holder by the drain | at the end: missing at a holder / held by a \
+		 non-holder | reader's statements | to the reader p50 | p90 | p99 | max | \
 		 reader lost |"
 	);
-	println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+	println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 	println!(
 		"| {} | {:.1} / {:.0} | {:.1}% / {:.1}% | {:.0} / {:.0} of {full_bytes} | {:.2} | {} | {} | \
-		 {} | {} | {} |",
+		 {} / {} | {} | {} | {} |",
 		run.accepted,
 		mean(&statements),
 		max(&statements),
@@ -211,6 +256,8 @@ pub fn routed(
 		statements.iter().sum::<f64>() / accepted,
 		latency_cells(run.to_holders, true),
 		run.missing,
+		run.missing_at_end,
+		run.extra_at_end,
 		run.reader_expected,
 		latency_cells(run.to_reader, true),
 		run.reader_lost,
@@ -221,5 +268,16 @@ pub fn routed(
 		run.accepted,
 		k as f64 / n as f64 * 100.0
 	);
+	if !run.extra_by_node.is_empty() {
+		println!(
+			"\nHeld by a non-holder at the end, (node, statements): {:?} (node 1 took the \
+			 submits; node {} is the reader)",
+			run.extra_by_node,
+			n - 1
+		);
+	}
+	for ended in &run.ended {
+		println!("\nA subscription ended early, {ended}");
+	}
 	Ok(())
 }

@@ -135,6 +135,30 @@ fn signed_statement(seq: u32, expiry: u32, pair: &sr25519::Pair, topic: Topic) -
 	hex::encode(&statement.encode())
 }
 
+/// The sequence numbers of the statements the node at `port` stores, read page by page with
+/// `statement_dumpPage` (an unsafe method, served on loopback).
+pub async fn stored_sequences(port: u16) -> Result<Vec<usize>, String> {
+	let client = HttpClientBuilder::default()
+		.request_timeout(REQUEST_TIMEOUT)
+		.max_response_size(u32::MAX)
+		.build(format!("http://127.0.0.1:{port}"))
+		.map_err(|err| format!("cannot build an HTTP client: {err}"))?;
+	let mut stored = Vec::new();
+	let mut cursor = Value::Null;
+	loop {
+		let page: Value = client
+			.request("statement_dumpPage", rpc_params![&cursor])
+			.await
+			.map_err(|err| format!("statement_dumpPage on port {port}: {err}"))?;
+		let statements = page["statements"].as_array().map_or(&[][..], Vec::as_slice);
+		stored.extend(statements.iter().filter_map(|hex| sequence_of(hex.as_str()?)));
+		cursor = page["next"].clone();
+		if cursor.is_null() {
+			return Ok(stored);
+		}
+	}
+}
+
 /// The sequence number a received statement carries, if it is one of ours.
 fn sequence_of(encoded_hex: &str) -> Option<usize> {
 	let bytes = hex::decode(encoded_hex).ok()?;

@@ -32,7 +32,7 @@ use super::{wire, Key, Known, Lookup, RoutingConfig};
 use crate::metrics::Metrics;
 use statement_primitives::{Encoded, Hash, Statement, Topic};
 use std::{
-	collections::{BTreeMap, HashMap, HashSet, VecDeque},
+	collections::{BTreeMap, HashMap, VecDeque},
 	sync::Arc,
 	time::Duration,
 };
@@ -79,6 +79,15 @@ const MAX_PARKED: usize = 1 << 16;
 
 /// Bytes of statements one `Store` request carries: one notification's worth.
 const STORE_BYTES: usize = crate::MAX_NOTIFICATION_SIZE;
+
+/// A `Store` that failed is sent again after this, at most [`STORE_RETRIES`] times: the other
+/// holders never push to a holder that is not new to them, so a write lost on its way would
+/// stay lost.
+const STORE_RETRY_AFTER: Duration = Duration::from_secs(2);
+const STORE_RETRIES: u8 = 3;
+
+/// Failed `Store`s waiting to be sent again; past it, the oldest is given up.
+const MAX_STORE_RETRIES: usize = 4096;
 
 /// What happens to the router.
 #[derive(Debug)]
@@ -288,7 +297,11 @@ enum Purpose {
 	Nearest {
 		key: Key,
 	},
-	Store,
+	/// The statements sent, and how many times they were sent before.
+	Store {
+		statements: Vec<Encoded>,
+		retried: u8,
+	},
 	Watch {
 		topic: Topic,
 		skip: u32,
@@ -308,6 +321,9 @@ struct Parked {
 	topics: Vec<Topic>,
 	keys: Vec<Key>,
 	forward: bool,
+	/// Came by a `Store`: if this node holds none of its keys, the sender's lookup missed
+	/// the holders, and it is sent on to those this node finds.
+	reroute: bool,
 	waiting: usize,
 }
 
@@ -360,7 +376,11 @@ pub struct Router<P, A> {
 	/// store (their holders' watches keep it current).
 	fetched: HashMap<Topic, Time>,
 	outgoing: HashMap<P, Vec<Encoded>>,
-	arrived: HashSet<Hash>,
+	/// Failed `Store`s to send again: when, to whom, what, and how often they were already.
+	store_retries: VecDeque<(Time, P, Vec<Encoded>, u8)>,
+	/// Hashes that came by a peer's request, not by this node's RPC: true for a `Store`, false
+	/// for a page of a watch or fetch.
+	arrived: HashMap<Hash, bool>,
 	arrived_order: VecDeque<Hash>,
 	buckets: HashMap<P, crate::rate::Bucket>,
 	/// When this node next looks up its own key.
@@ -408,7 +428,8 @@ where
 			fetching: HashMap::new(),
 			fetched: HashMap::new(),
 			outgoing: HashMap::new(),
-			arrived: HashSet::new(),
+			store_retries: VecDeque::new(),
+			arrived: HashMap::new(),
 			arrived_order: VecDeque::new(),
 			buckets: HashMap::new(),
 			next_announce: Duration::ZERO,
@@ -498,8 +519,8 @@ where
 		self.config.refresh.as_secs().saturating_mul(2).clamp(1, u64::from(u32::MAX)) as u32
 	}
 
-	fn remember_arrived(&mut self, hash: Hash) {
-		if self.arrived.insert(hash) {
+	fn remember_arrived(&mut self, hash: Hash, by_store: bool) {
+		if self.arrived.insert(hash, by_store).is_none() {
 			self.arrived_order.push_back(hash);
 			if self.arrived_order.len() > MAX_REMEMBERED {
 				if let Some(old) = self.arrived_order.pop_front() {
@@ -519,21 +540,46 @@ where
 			let mut bytes = 0;
 			for encoding in statements {
 				if bytes + encoding.len() > STORE_BYTES && !batch.is_empty() {
-					self.send_store(peer, std::mem::take(&mut batch));
+					self.send_store(peer, std::mem::take(&mut batch), 0);
 					bytes = 0;
 				}
 				bytes += encoding.len();
-				batch.push(encoding.to_vec());
+				batch.push(encoding);
 			}
 			if !batch.is_empty() {
-				self.send_store(peer, batch);
+				self.send_store(peer, batch, 0);
 			}
 		}
 	}
 
-	fn send_store(&mut self, peer: P, statements: Vec<Vec<u8>>) {
+	fn send_store(&mut self, peer: P, statements: Vec<Encoded>, retried: u8) {
 		self.metrics.routing_forwarded.add(statements.len() as u64);
-		self.query(peer, wire::Request::Store { statements }, Purpose::Store);
+		let body =
+			wire::Request::Store { statements: statements.iter().map(|s| s.to_vec()).collect() };
+		self.query(peer, body, Purpose::Store { statements, retried });
+	}
+
+	/// A `Store` to `peer` failed: send it again later, unless it was sent often enough.
+	fn retry_store(&mut self, peer: P, statements: Vec<Encoded>, retried: u8) {
+		if retried >= STORE_RETRIES {
+			log::debug!(target: crate::core::LOG, "{} statement(s) not taken by {peer:?} after {STORE_RETRIES} retries", statements.len());
+			return;
+		}
+		if self.store_retries.len() >= MAX_STORE_RETRIES {
+			self.store_retries.pop_front();
+		}
+		let due = self.now + STORE_RETRY_AFTER;
+		self.store_retries.push_back((due, peer, statements, retried + 1));
+	}
+
+	/// Send the failed `Store`s that are due again.
+	fn resend_stores(&mut self) {
+		while self.store_retries.front().is_some_and(|(due, ..)| *due <= self.now) {
+			let Some((_, peer, statements, retried)) = self.store_retries.pop_front() else {
+				break;
+			};
+			self.send_store(peer, statements, retried);
+		}
 	}
 
 	fn queue_for(&mut self, peer: P, encoding: &Encoded) {

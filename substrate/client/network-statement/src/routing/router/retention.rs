@@ -19,13 +19,15 @@ where
 	pub(super) fn admit(&mut self, encoding: Encoded, forward: bool) {
 		let Ok(statement) = Statement::decode(&mut &encoding[..]) else { return };
 		let hash = statement.hash();
-		let forward = forward && !self.arrived.contains(&hash);
+		let arrived = self.arrived.get(&hash).copied();
+		let (forward, reroute) = (forward && arrived.is_none(), arrived == Some(true));
 		for topic in statement.topics() {
 			self.send_to_watchers(*topic, &encoding);
 		}
 		let topics = statement.topics().to_vec();
 		let keys = keys_of(&topics, &hash);
-		let mut parked = Parked { hash, encoding, topics, keys: keys.clone(), forward, waiting: 0 };
+		let mut parked =
+			Parked { hash, encoding, topics, keys: keys.clone(), forward, reroute, waiting: 0 };
 		let id = self.next_id();
 		for key in keys {
 			if self.holders(key).is_none() {
@@ -64,7 +66,7 @@ where
 
 	/// Forward to the holders, then hold, or look again after `drop_after`.
 	fn decide(&mut self, parked: Parked) {
-		let Parked { hash, encoding, topics, keys, forward, .. } = parked;
+		let Parked { hash, encoding, topics, keys, forward, reroute, .. } = parked;
 		let mut holder = false;
 		for key in &keys {
 			let Some(holders) = self.cached(key).cloned() else { continue };
@@ -77,6 +79,19 @@ where
 			if holders.contains(&self.local) {
 				holder = true;
 				self.hold(*key, holders);
+			}
+		}
+		if !holder && reroute && !self.wanted_here(&topics) {
+			// Sent here as to a holder, and no watch of this node's: the sender's lookup
+			// missed a holder this node finds (the holders only push to peers new to them,
+			// so a missed one would stay without it).
+			log::debug!(target: crate::core::LOG, "Statement {} sent here by a node that took this one for a holder; sent on", hex::encode(hash));
+			let local = self.local;
+			for key in &keys {
+				let Some(holders) = self.cached(key).cloned() else { continue };
+				for peer in holders.iter().filter(|peer| **peer != local) {
+					self.queue_for(*peer, &encoding);
+				}
 			}
 		}
 		let track = if holder {
@@ -165,6 +180,7 @@ where
 		let now = self.now;
 		self.expire_queries();
 		self.expire_fetches();
+		self.resend_stores();
 		self.refresh();
 		for watchers in self.watchers.values_mut() {
 			watchers.retain(|_, until| *until > now);

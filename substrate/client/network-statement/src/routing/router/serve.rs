@@ -78,7 +78,7 @@ where
 			}
 		}
 		for statement in &decoded {
-			self.remember_arrived(statement.hash());
+			self.remember_arrived(statement.hash(), true);
 		}
 		self.metrics.received.add(decoded.len() as u64);
 		self.actions.push_back(super::Action::Submit {
@@ -120,7 +120,7 @@ where
 					self.actions.push_back(super::Action::Learn { peers: unknown, then });
 				}
 			}
-			(Purpose::Store, Answer::Stored) => {}
+			(Purpose::Store { .. }, Answer::Stored) => {}
 			(Purpose::Watch { topic, skip }, Answer::Statements { statements, more }) => {
 				self.on_watch_page(peer, topic, skip, statements, more)
 			}
@@ -166,7 +166,7 @@ where
 		let mut decoded = Vec::new();
 		for bytes in statements {
 			if let Ok(statement) = Statement::decode(&mut &bytes[..]) {
-				self.remember_arrived(statement.hash());
+				self.remember_arrived(statement.hash(), false);
 				decoded.push(statement);
 			}
 		}
@@ -185,12 +185,14 @@ where
 				}
 				self.drive(key);
 			}
-			Purpose::Store => {
+			Purpose::Store { statements, retried } => {
 				// A push to a holder that did not arrive: the peer counts as new to every key
-				// held here again, so the next refresh pushes to it once more.
+				// held here again, so the next refresh pushes to it once more; and the
+				// statements go again shortly (a writer holds none of their keys).
 				for held in self.held.values_mut() {
 					held.holders.retain(|holder| *holder != peer);
 				}
+				self.retry_store(peer, statements, retried);
 			}
 			Purpose::Watch { topic, .. } => {
 				// Watched again, after a fresh lookup, at the next tick.

@@ -215,3 +215,38 @@ fn a_query_on_a_node_that_does_not_hold_its_topic_is_answered_after_the_holders_
 	let store = &net.nodes[reader as usize].store;
 	assert!(!store.contains_key(&hash) && !store.contains_key(&later.0), "kept past the window");
 }
+
+#[test]
+fn a_write_a_holder_did_not_take_is_sent_again_though_no_holder_is_new() {
+	let mut net = network(20);
+	net.advance(REFRESH);
+	let (hash, encoding) = statement(1, Some(topic(1)));
+	let placed = [(hash, topic(1).0)];
+	let (_, expected) = holding(&net, &hash, &topic(1).0);
+	let writer = (0..20).find(|id| !expected.contains(id)).unwrap();
+	// One holder cannot take writes for a moment; nobody's view of the holders changes.
+	net.refusing_stores = vec![expected[0]];
+	net.submit(writer, hash, encoding);
+	net.advance(Duration::from_secs(1));
+	net.refusing_stores.clear();
+	net.advance(REFRESH * 3 + DROP_AFTER);
+	assert_placed(&net, &placed, "after the holder took writes again");
+}
+
+#[test]
+fn a_statement_sent_to_a_node_that_holds_none_of_its_keys_goes_on_to_the_holders() {
+	let mut net = network(20);
+	net.advance(REFRESH);
+	let (hash, encoding) = statement(2, Some(topic(2)));
+	let placed = [(hash, topic(2).0)];
+	let (_, expected) = holding(&net, &hash, &topic(2).0);
+	let mut others = (0..20).filter(|id| !expected.contains(id));
+	let (sender, wrong) = (others.next().unwrap(), others.next().unwrap());
+	// A writer whose lookup missed the holders sends the statement to a non-holder only.
+	let body = wire::Request::Store { statements: vec![encoding.to_vec()] };
+	net.feed(wrong, Event::Request { from: sender, request: u64::MAX, body });
+	net.settle();
+	assert!(net.nodes[wrong as usize].store.contains_key(&hash), "the non-holder took it");
+	net.advance(DROP_AFTER + Duration::from_secs(2));
+	assert_placed(&net, &placed, "after the non-holder let go");
+}
