@@ -284,12 +284,12 @@ impl RouteTask {
 						let _ = report.send(Event::TopicRead { request, statements, more });
 					});
 				}
-				Action::ReadKey { key, peers, release } => {
+				Action::ReadKey { key, skip } => {
 					let store = self.store.clone();
 					let report = self.done_tx.clone();
 					tokio::task::spawn_blocking(move || {
-						let statements = read_key(&*store, key);
-						let _ = report.send(Event::KeyRead { peers, statements, release });
+						let (statements, next) = read_key(&*store, key, skip);
+						let _ = report.send(Event::KeyRead { key, statements, next });
 					});
 				}
 				Action::Release { hashes } => {
@@ -433,26 +433,24 @@ fn read_topic(
 	Ok((out, false))
 }
 
-/// Every statement of a key: the one statement without topics of that hash, or a topic's.
-fn read_key(store: &dyn StatementStore, key: [u8; 32]) -> Vec<Encoded> {
-	if let Ok(Some(statement)) = store.statement(&key) {
-		if statement.topics().is_empty() {
-			return vec![Encoded::from(statement.encode())];
+/// A page of a key's statements past the first `skip` (the one statement without topics of
+/// that hash, or a topic's), and where the next page starts if more follow.
+fn read_key(store: &dyn StatementStore, key: [u8; 32], skip: u32) -> (Vec<Encoded>, Option<u32>) {
+	if skip == 0 {
+		if let Ok(Some(statement)) = store.statement(&key) {
+			if statement.topics().is_empty() {
+				return (vec![Encoded::from(statement.encode())], None);
+			}
 		}
 	}
-	let mut all = Vec::new();
-	loop {
-		match read_topic(store, Topic(key), all.len()) {
-			Ok((page, more)) => {
-				all.extend(page);
-				if !more {
-					return all;
-				}
-			}
-			Err(err) => {
-				log::warn!(target: LOG, "Cannot read key {} to hand it over: {err}", hex::encode(key));
-				return all;
-			}
+	match read_topic(store, Topic(key), skip as usize) {
+		Ok((page, more)) => {
+			let next = more.then(|| skip.saturating_add(page.len() as u32));
+			(page, next)
+		}
+		Err(err) => {
+			log::warn!(target: LOG, "Cannot read key {} to hand it over: {err}", hex::encode(key));
+			(Vec::new(), None)
 		}
 	}
 }

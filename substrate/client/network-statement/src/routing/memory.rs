@@ -46,6 +46,9 @@ pub struct Network {
 	pub refusing_stores: Vec<u32>,
 	/// Fetches reported done: (node, fetch).
 	pub fetched: Vec<(u32, u64)>,
+	/// Statements in one page of a key read for a hand-over (a real store's page is up to
+	/// 1 MiB of them; tests make it small so that hand-overs page).
+	pub key_page: usize,
 }
 
 impl Network {
@@ -60,6 +63,7 @@ impl Network {
 			queries: 0,
 			refusing_stores: Vec::new(),
 			fetched: Vec::new(),
+			key_page: 4096,
 		}
 	}
 
@@ -193,9 +197,12 @@ impl Network {
 					self.on_key(id, topic.0).into_iter().skip(skip as usize).collect();
 				self.feed(id, Event::TopicRead { request, statements, more: false });
 			}
-			Action::ReadKey { key, peers, release } => {
-				let statements = self.on_key(id, key);
-				self.feed(id, Event::KeyRead { peers, statements, release });
+			Action::ReadKey { key, skip } => {
+				let all = self.on_key(id, key);
+				let end = (skip as usize + self.key_page).min(all.len());
+				let statements = all[(skip as usize).min(end)..end].to_vec();
+				let next = (end < all.len()).then_some(end as u32);
+				self.feed(id, Event::KeyRead { key, statements, next });
 			}
 			Action::Fetched { fetch } => self.fetched.push((id, fetch)),
 			Action::Release { hashes } => {

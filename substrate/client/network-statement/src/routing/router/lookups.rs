@@ -1,12 +1,12 @@
 //! Lookups, the holders they find, hand-over of held keys, and watches on the holders of the
 //! topics this node's subscriptions name.
 
-use super::{Action, Purpose, Router};
+use super::{Purpose, Router};
 use crate::{
 	core::LOG,
 	routing::{wire, Key, Lookup, ALPHA, LOOKUPS_AT_ONCE},
 };
-use statement_primitives::{Encoded, Statement, Topic};
+use statement_primitives::Topic;
 
 impl<P, A> Router<P, A>
 where
@@ -103,31 +103,12 @@ where
 					new.len(),
 					if still { "" } else { "; no longer held here" }
 				);
-				self.actions.push_back(Action::ReadKey { key, peers: new, release: !still });
+				self.hand_over(key, new, !still);
 			}
 		}
 		self.renew_watch(Topic(key), &holders);
 		self.fetch_from(Topic(key), &holders);
 		self.unpark(key);
-	}
-
-	/// Push a key's statements to its new holders; when the node lets the key go, each is
-	/// decided on again after `drop_after`.
-	pub(super) fn on_key_read(&mut self, peers: Vec<P>, statements: Vec<Encoded>, release: bool) {
-		self.metrics.routing_handed_over.add((statements.len() * peers.len()) as u64);
-		// One read's statements are distinct: queued whole, without `queue_for`'s scan.
-		for peer in peers {
-			self.outgoing.entry(peer).or_default().extend(statements.iter().cloned());
-		}
-		if release {
-			let due = self.now + self.config.drop_after;
-			for encoding in statements {
-				let Ok(statement) = <Statement as codec::Decode>::decode(&mut &encoding[..]) else {
-					continue;
-				};
-				self.decide_later(due, statement.hash(), statement.topics().to_vec());
-			}
-		}
 	}
 
 	/// Watch a topic this node's subscriptions name on its holders, when the watch is due and

@@ -22,6 +22,7 @@
 mod fetch;
 mod lookups;
 mod retention;
+mod send;
 mod serve;
 #[cfg(test)]
 mod tests;
@@ -76,18 +77,6 @@ const MAX_WATCHES: usize = 1 << 16;
 /// Admitted statements waiting for their keys' lookups; past it, the oldest is decided by
 /// the sweep instead.
 const MAX_PARKED: usize = 1 << 16;
-
-/// Bytes of statements one `Store` request carries: one notification's worth.
-const STORE_BYTES: usize = crate::MAX_NOTIFICATION_SIZE;
-
-/// A `Store` that failed is sent again after this, at most [`STORE_RETRIES`] times: the other
-/// holders never push to a holder that is not new to them, so a write lost on its way would
-/// stay lost.
-const STORE_RETRY_AFTER: Duration = Duration::from_secs(2);
-const STORE_RETRIES: u8 = 3;
-
-/// Failed `Store`s waiting to be sent again; past it, the oldest is given up.
-const MAX_STORE_RETRIES: usize = 4096;
 
 /// What happens to the router.
 #[derive(Debug)]
@@ -156,12 +145,12 @@ pub enum Event<P, A> {
 	},
 	/// [`Action::ReadKey`] ended.
 	KeyRead {
-		/// Who to push them to.
-		peers: Vec<P>,
-		/// The key's statements.
+		/// The key.
+		key: Key,
+		/// A page of its statements.
 		statements: Vec<Encoded>,
-		/// Whether this node lets the key go.
-		release: bool,
+		/// Where the next page starts, if more follow.
+		next: Option<u32>,
 	},
 	/// A one-shot query here names `topics` (all of which its statements carry): fetch them
 	/// from their holders unless this node has them, then report [`Action::Fetched`].
@@ -274,15 +263,14 @@ pub enum Action<P, A> {
 		/// Statements to skip.
 		skip: u32,
 	},
-	/// Read all of a key's statements (a topic's, or the one statement of that hash without
-	/// topics); report [`Event::KeyRead`] with `peers` and `release`.
+	/// Read a page of a key's statements (a topic's, or the one statement of that hash
+	/// without topics) past the first `skip`, at most [`wire::MAX_ANSWER`] bytes; report
+	/// [`Event::KeyRead`].
 	ReadKey {
 		/// The key.
 		key: Key,
-		/// Who to push them to.
-		peers: Vec<P>,
-		/// Whether the node lets the key go.
-		release: bool,
+		/// Statements to skip.
+		skip: u32,
 	},
 	/// Drop these statements from the store, without a ban.
 	Release {
@@ -297,10 +285,12 @@ enum Purpose {
 	Nearest {
 		key: Key,
 	},
-	/// The statements sent, and how many times they were sent before.
+	/// The statements sent, how many times they were sent before, and the key whose
+	/// hand-over they are part of.
 	Store {
 		statements: Vec<Encoded>,
 		retried: u8,
+		handover: Option<Key>,
 	},
 	Watch {
 		topic: Topic,
@@ -376,8 +366,13 @@ pub struct Router<P, A> {
 	/// store (their holders' watches keep it current).
 	fetched: HashMap<Topic, Time>,
 	outgoing: HashMap<P, Vec<Encoded>>,
-	/// Failed `Store`s to send again: when, to whom, what, and how often they were already.
+	/// Failed `Store`s to send again: when, to whom, what, and how often they were already;
+	/// and their bytes.
 	store_retries: VecDeque<(Time, P, Vec<Encoded>, u8)>,
+	retry_bytes: usize,
+	/// Keys being handed over, a page at a time, and those waiting their turn.
+	handovers: HashMap<Key, send::Handover<P>>,
+	waiting_handovers: VecDeque<(Key, Vec<P>, bool)>,
 	/// Hashes that came by a peer's request, not by this node's RPC: true for a `Store`, false
 	/// for a page of a watch or fetch.
 	arrived: HashMap<Hash, bool>,
@@ -429,6 +424,9 @@ where
 			fetched: HashMap::new(),
 			outgoing: HashMap::new(),
 			store_retries: VecDeque::new(),
+			retry_bytes: 0,
+			handovers: HashMap::new(),
+			waiting_handovers: VecDeque::new(),
 			arrived: HashMap::new(),
 			arrived_order: VecDeque::new(),
 			buckets: HashMap::new(),
@@ -472,9 +470,7 @@ where
 				let statements = statements.iter().map(|s| s.to_vec()).collect();
 				self.respond(request, Reply::Statements { statements, more });
 			}
-			Event::KeyRead { peers, statements, release } => {
-				self.on_key_read(peers, statements, release)
-			}
+			Event::KeyRead { key, statements, next } => self.on_key_read(key, statements, next),
 			Event::Fetch { fetch, topics } => self.on_fetch(fetch, topics),
 			Event::FetchStored { fetched } => self.on_fetch_stored(fetched),
 			Event::Tick { wanted } => {
@@ -527,65 +523,6 @@ where
 					self.arrived.remove(&old);
 				}
 			}
-		}
-	}
-
-	/// Send what waits for each peer, a `Store` of at most [`STORE_BYTES`] at a time.
-	fn flush(&mut self) {
-		if self.outgoing.is_empty() {
-			return;
-		}
-		for (peer, statements) in std::mem::take(&mut self.outgoing) {
-			let mut batch = Vec::new();
-			let mut bytes = 0;
-			for encoding in statements {
-				if bytes + encoding.len() > STORE_BYTES && !batch.is_empty() {
-					self.send_store(peer, std::mem::take(&mut batch), 0);
-					bytes = 0;
-				}
-				bytes += encoding.len();
-				batch.push(encoding);
-			}
-			if !batch.is_empty() {
-				self.send_store(peer, batch, 0);
-			}
-		}
-	}
-
-	fn send_store(&mut self, peer: P, statements: Vec<Encoded>, retried: u8) {
-		self.metrics.routing_forwarded.add(statements.len() as u64);
-		let body =
-			wire::Request::Store { statements: statements.iter().map(|s| s.to_vec()).collect() };
-		self.query(peer, body, Purpose::Store { statements, retried });
-	}
-
-	/// A `Store` to `peer` failed: send it again later, unless it was sent often enough.
-	fn retry_store(&mut self, peer: P, statements: Vec<Encoded>, retried: u8) {
-		if retried >= STORE_RETRIES {
-			log::debug!(target: crate::core::LOG, "{} statement(s) not taken by {peer:?} after {STORE_RETRIES} retries", statements.len());
-			return;
-		}
-		if self.store_retries.len() >= MAX_STORE_RETRIES {
-			self.store_retries.pop_front();
-		}
-		let due = self.now + STORE_RETRY_AFTER;
-		self.store_retries.push_back((due, peer, statements, retried + 1));
-	}
-
-	/// Send the failed `Store`s that are due again.
-	fn resend_stores(&mut self) {
-		while self.store_retries.front().is_some_and(|(due, ..)| *due <= self.now) {
-			let Some((_, peer, statements, retried)) = self.store_retries.pop_front() else {
-				break;
-			};
-			self.send_store(peer, statements, retried);
-		}
-	}
-
-	fn queue_for(&mut self, peer: P, encoding: &Encoded) {
-		let queue = self.outgoing.entry(peer).or_default();
-		if !queue.iter().any(|queued| Arc::ptr_eq(queued, encoding)) {
-			queue.push(encoding.clone());
 		}
 	}
 }

@@ -120,7 +120,7 @@ where
 					self.actions.push_back(super::Action::Learn { peers: unknown, then });
 				}
 			}
-			(Purpose::Store { .. }, Answer::Stored) => {}
+			(Purpose::Store { handover, .. }, Answer::Stored) => self.store_ended(handover),
 			(Purpose::Watch { topic, skip }, Answer::Statements { statements, more }) => {
 				self.on_watch_page(peer, topic, skip, statements, more)
 			}
@@ -185,7 +185,7 @@ where
 				}
 				self.drive(key);
 			}
-			Purpose::Store { statements, retried } => {
+			Purpose::Store { statements, retried, handover } => {
 				// A push to a holder that did not arrive: the peer counts as new to every key
 				// held here again, so the next refresh pushes to it once more; and the
 				// statements go again shortly (a writer holds none of their keys).
@@ -193,6 +193,7 @@ where
 					held.holders.retain(|holder| *holder != peer);
 				}
 				self.retry_store(peer, statements, retried);
+				self.store_ended(handover);
 			}
 			Purpose::Watch { topic, .. } => {
 				// Watched again, after a fresh lookup, at the next tick.

@@ -250,3 +250,29 @@ fn a_statement_sent_to_a_node_that_holds_none_of_its_keys_goes_on_to_the_holders
 	net.advance(DROP_AFTER + Duration::from_secs(2));
 	assert_placed(&net, &placed, "after the non-holder let go");
 }
+
+#[test]
+fn a_topic_larger_than_a_page_is_handed_over_whole_a_page_at_a_time() {
+	let mut net = network(20);
+	net.key_page = 4;
+	net.advance(REFRESH);
+	// 30 statements on one topic: hand-overs read pages of 4.
+	let placed: Vec<(Hash, Key)> = (0..30)
+		.map(|n| {
+			let (hash, encoding) = statement(1_000 + n, Some(topic(9)));
+			net.submit(n % 20, hash, encoding);
+			(hash, topic(9).0)
+		})
+		.collect();
+	net.advance(REFRESH + DROP_AFTER + Duration::from_secs(2));
+	assert_placed(&net, &placed, "before churn");
+	let (_, expected) = holding(&net, &placed[0].0, &topic(9).0);
+	for holder in &expected[..2] {
+		net.nodes[*holder as usize].alive = false;
+	}
+	for n in 0..4 {
+		join(&mut net, &[n + 1, n + 5]);
+	}
+	net.advance(REFRESH * 4 + DROP_AFTER);
+	assert_placed(&net, &placed, "after two holders left and four nodes joined");
+}
