@@ -7,6 +7,7 @@
 
 mod discovery;
 mod handle;
+mod pages;
 mod route;
 mod validate;
 

@@ -2,6 +2,7 @@
 //! (`/statement/route/1`) and the store. It encodes and decodes the wire, maps litep2p's
 //! request ids to the router's, and runs store reads and submits on the blocking pool.
 
+use super::pages::{read_key, read_topic, Cursors};
 use crate::{
 	core::LOG,
 	interest::Interest,
@@ -21,7 +22,7 @@ use litep2p::{
 	types::RequestId,
 };
 use statement_primitives::{
-	Encoded, Statement, StatementSource, StatementStore, StatementSubscription, Topic, TopicFilter,
+	Encoded, Statement, StatementSource, StatementStore, StatementSubscription, Topic,
 };
 use std::{
 	collections::HashMap,
@@ -93,6 +94,8 @@ pub(super) struct RouteTask {
 	requests: HashMap<u64, RequestId>,
 	next_request: u64,
 	fetches: mpsc::UnboundedReceiver<Fetch>,
+	/// Topic reads paused between pages.
+	cursors: Cursors,
 	/// Fetches the router was asked for, by its ids.
 	waiting: HashMap<u64, oneshot::Sender<()>>,
 	next_fetch: u64,
@@ -124,6 +127,7 @@ impl RouteTask {
 			requests: HashMap::new(),
 			next_request: 0,
 			fetches: parts.fetches,
+			cursors: Cursors::default(),
 			waiting: HashMap::new(),
 			next_fetch: 0,
 		}
@@ -273,10 +277,10 @@ impl RouteTask {
 					}
 				}
 				Action::ReadTopic { request, topic, skip } => {
-					let store = self.store.clone();
+					let (store, cursors) = (self.store.clone(), self.cursors.clone());
 					let report = self.done_tx.clone();
 					tokio::task::spawn_blocking(move || {
-						let (statements, more) = read_topic(&*store, topic, skip as usize)
+						let (statements, more) = read_topic(&*store, &cursors, topic, skip)
 							.unwrap_or_else(|err| {
 								log::warn!(target: LOG, "Cannot read a topic for a watch: {err}");
 								(Vec::new(), false)
@@ -285,10 +289,10 @@ impl RouteTask {
 					});
 				}
 				Action::ReadKey { key, skip } => {
-					let store = self.store.clone();
+					let (store, cursors) = (self.store.clone(), self.cursors.clone());
 					let report = self.done_tx.clone();
 					tokio::task::spawn_blocking(move || {
-						let (statements, next) = read_key(&*store, key, skip);
+						let (statements, next) = read_key(&*store, &cursors, key, skip);
 						let _ = report.send(Event::KeyRead { key, statements, next });
 					});
 				}
@@ -404,53 +408,4 @@ fn response_of(reply: Reply<PeerId, Multiaddr>) -> Option<Response> {
 		Reply::Refused(reason) => Response::Refused { reason },
 		Reply::Reject => return None,
 	})
-}
-
-/// A page of the statements on `topic` past the first `skip`: at most [`wire::MAX_ANSWER`]
-/// bytes, and whether more follow.
-fn read_topic(
-	store: &dyn StatementStore,
-	topic: Topic,
-	skip: usize,
-) -> statement_primitives::Result<(Vec<Encoded>, bool)> {
-	let mut subscription = store.subscribe_with_queue(TopicFilter::MatchAll(vec![topic]), 1024)?;
-	let mut skipped = 0;
-	let mut out = Vec::new();
-	let mut bytes = 0;
-	while let Some(page) = subscription.next_replay_page(wire::MAX_ANSWER)? {
-		for encoding in page {
-			if skipped < skip {
-				skipped += 1;
-				continue;
-			}
-			if bytes + encoding.len() > wire::MAX_ANSWER && !out.is_empty() {
-				return Ok((out, true));
-			}
-			bytes += encoding.len();
-			out.push(Encoded::from(encoding));
-		}
-	}
-	Ok((out, false))
-}
-
-/// A page of a key's statements past the first `skip` (the one statement without topics of
-/// that hash, or a topic's), and where the next page starts if more follow.
-fn read_key(store: &dyn StatementStore, key: [u8; 32], skip: u32) -> (Vec<Encoded>, Option<u32>) {
-	if skip == 0 {
-		if let Ok(Some(statement)) = store.statement(&key) {
-			if statement.topics().is_empty() {
-				return (vec![Encoded::from(statement.encode())], None);
-			}
-		}
-	}
-	match read_topic(store, Topic(key), skip as usize) {
-		Ok((page, more)) => {
-			let next = more.then(|| skip.saturating_add(page.len() as u32));
-			(page, next)
-		}
-		Err(err) => {
-			log::warn!(target: LOG, "Cannot read key {} to hand it over: {err}", hex::encode(key));
-			(Vec::new(), None)
-		}
-	}
 }

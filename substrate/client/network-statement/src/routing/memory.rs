@@ -46,6 +46,8 @@ pub struct Network {
 	pub refusing_stores: Vec<u32>,
 	/// Fetches reported done: (node, fetch).
 	pub fetched: Vec<(u32, u64)>,
+	/// What each of those nodes stored when it reported, in the same order.
+	pub stored_when_fetched: Vec<Vec<Hash>>,
 	/// Statements in one page of a key read for a hand-over (a real store's page is up to
 	/// 1 MiB of them; tests make it small so that hand-overs page).
 	pub key_page: usize,
@@ -63,6 +65,7 @@ impl Network {
 			queries: 0,
 			refusing_stores: Vec::new(),
 			fetched: Vec::new(),
+			stored_when_fetched: Vec::new(),
 			key_page: 4096,
 		}
 	}
@@ -204,7 +207,11 @@ impl Network {
 				let next = (end < all.len()).then_some(end as u32);
 				self.feed(id, Event::KeyRead { key, statements, next });
 			}
-			Action::Fetched { fetch } => self.fetched.push((id, fetch)),
+			Action::Fetched { fetch } => {
+				self.fetched.push((id, fetch));
+				let stored = self.nodes[id as usize].store.keys().copied().collect();
+				self.stored_when_fetched.push(stored);
+			}
 			Action::Release { hashes } => {
 				for hash in hashes {
 					self.nodes[id as usize].store.remove(&hash);

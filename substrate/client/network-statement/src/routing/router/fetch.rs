@@ -5,8 +5,11 @@
 //! - A query's statements carry all its topics, so one topic's holders have all of them: the
 //!   router fetches one (a held one, or one being fetched, if any).
 //! - The fetch is a `Watch` on each holder, paged as a subscription's is. The query is
-//!   answered once one holder has sent every page and the pages are stored, or once every
-//!   holder failed, or after [`FETCH_DEADLINE`]: then from what the node has.
+//!   answered once a holder that had statements on the topic has sent its last page and the
+//!   pages are stored, or once every holder has ended (all empty, or failed), or after
+//!   [`FETCH_DEADLINE`]: then from what the node has. A holder answering empty (one that
+//!   joined a moment ago) does not end it. Once a fetch has ended, its holders are asked for
+//!   no more pages.
 //! - The watches last the window ([`Router::fetch_window`]): queries on the topic within it
 //!   are answered from the store at once, which the holders keep current meanwhile. Fetched
 //!   statements are kept for the window, then released as any the node does not hold.
@@ -32,8 +35,10 @@ pub(super) struct Fetching {
 	asked: bool,
 	/// Holders still sending pages.
 	chains: usize,
-	/// One holder sent its last page.
+	/// A holder with statements on the topic sent its last page.
 	complete: bool,
+	/// Some holder sent its last page (perhaps an empty one).
+	answered: bool,
 	/// Pages handed to the store and not yet stored.
 	storing: usize,
 	/// The queries waiting.
@@ -82,6 +87,7 @@ where
 			asked: false,
 			chains: 0,
 			complete: false,
+			answered: false,
 			storing: 0,
 			waiters: vec![fetch],
 		};
@@ -122,20 +128,23 @@ where
 		more: bool,
 	) {
 		let count = statements.len() as u32;
-		let last = !more || count == 0;
-		if !last {
-			let next = skip + count;
+		let next = super::next_page(skip, count, more);
+		let current = self.fetching.get(&topic).is_some_and(|fetching| fetching.id == id);
+		// Only while the fetch lasts: after it, the watch's lease brings what is new.
+		if let (Some(next), true) = (next, current) {
 			let lease_secs = (self.fetch_window() + Duration::from_secs(2)).as_secs() as u32;
 			let body = wire::Request::Watch { topic: topic.0, lease_secs, skip: next };
 			self.query(peer, body, Purpose::Fetch { topic, skip: next, id });
 		}
+		let last = next.is_none();
 		let decoded = self.arrived_page(statements);
 		let current = self.fetching.get_mut(&topic).filter(|fetching| fetching.id == id);
 		let fetched = match current {
 			Some(fetching) => {
 				if last {
 					fetching.chains = fetching.chains.saturating_sub(1);
-					fetching.complete = true;
+					fetching.answered = true;
+					fetching.complete |= skip.saturating_add(count) > 0;
 				}
 				if !decoded.is_empty() {
 					fetching.storing += 1;
@@ -171,11 +180,17 @@ where
 		let Some(fetching) = self.fetching.get(&topic).filter(|fetching| fetching.id == id) else {
 			return;
 		};
-		if fetching.complete && fetching.storing == 0 {
+		if fetching.storing > 0 {
+			return;
+		}
+		if fetching.complete {
 			self.end_fetch(topic, true);
-		} else if fetching.asked && fetching.chains == 0 && !fetching.complete {
-			log::debug!(target: LOG, "No holder of topic {} answered a fetch", hex::encode(topic.0));
-			self.end_fetch(topic, false);
+		} else if fetching.asked && fetching.chains == 0 {
+			let answered = fetching.answered;
+			if !answered {
+				log::debug!(target: LOG, "No holder of topic {} answered a fetch", hex::encode(topic.0));
+			}
+			self.end_fetch(topic, answered);
 		}
 	}
 

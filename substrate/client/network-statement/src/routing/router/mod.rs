@@ -71,8 +71,19 @@ pub const MAX_HELD_KEYS: usize = 1 << 20;
 const MAX_REMEMBERED: usize = 1 << 16;
 
 /// Topics one peer may watch here at once, and watches in all.
-const MAX_WATCHES_PER_PEER: usize = 64;
+const MAX_WATCHES_PER_PEER: usize = 1024;
 const MAX_WATCHES: usize = 1 << 16;
+
+/// Statements a watch or fetch pages through from one holder; a holder that would send more
+/// (or always says more follow) is asked no further.
+const MAX_PAGED: u32 = 1 << 22;
+
+/// Where the page after one of `count` statements from the `skip`th starts, if one is to be
+/// asked for.
+fn next_page(skip: u32, count: u32, more: bool) -> Option<u32> {
+	let next = skip.checked_add(count)?;
+	(more && count > 0 && next < MAX_PAGED).then_some(next)
+}
 
 /// Admitted statements waiting for their keys' lookups; past it, the oldest is decided by
 /// the sweep instead.
@@ -305,15 +316,16 @@ enum Purpose {
 }
 
 /// An admitted statement waiting for the lookups of its keys.
-struct Parked {
+struct Parked<P> {
 	hash: Hash,
 	encoding: Encoded,
 	topics: Vec<Topic>,
 	keys: Vec<Key>,
 	forward: bool,
-	/// Came by a `Store`: if this node holds none of its keys, the sender's lookup missed
-	/// the holders, and it is sent on to those this node finds.
-	reroute: bool,
+	/// Who sent it by a `Store`: if this node holds none of its keys and the sender is
+	/// not a holder either, the sender's lookup missed the holders, and it is sent on to
+	/// those this node finds.
+	sent_by: Option<P>,
 	waiting: usize,
 }
 
@@ -353,7 +365,7 @@ pub struct Router<P, A> {
 	queued_lookups: VecDeque<Key>,
 	/// Each key's holders at its last lookup, and until when they are used without another.
 	cache: HashMap<Key, (Vec<P>, Time)>,
-	parked: BTreeMap<u64, Parked>,
+	parked: BTreeMap<u64, Parked<P>>,
 	parked_on: HashMap<Key, Vec<u64>>,
 	retention: VecDeque<Due>,
 	held: HashMap<Key, Held<P>>,
@@ -372,10 +384,12 @@ pub struct Router<P, A> {
 	retry_bytes: usize,
 	/// Keys being handed over, a page at a time, and those waiting their turn.
 	handovers: HashMap<Key, send::Handover<P>>,
-	waiting_handovers: VecDeque<(Key, Vec<P>, bool)>,
-	/// Hashes that came by a peer's request, not by this node's RPC: true for a `Store`, false
-	/// for a page of a watch or fetch.
-	arrived: HashMap<Hash, bool>,
+	waiting_handovers: VecDeque<Key>,
+	/// The new holders of each waiting key, and whether this node lets it go.
+	waiting_for: HashMap<Key, (Vec<P>, bool)>,
+	/// Hashes that came by a peer's request, not by this node's RPC: with the sender for a
+	/// `Store`, without for a page of a watch or fetch.
+	arrived: HashMap<Hash, Option<P>>,
 	arrived_order: VecDeque<Hash>,
 	buckets: HashMap<P, crate::rate::Bucket>,
 	/// When this node next looks up its own key.
@@ -427,6 +441,7 @@ where
 			retry_bytes: 0,
 			handovers: HashMap::new(),
 			waiting_handovers: VecDeque::new(),
+			waiting_for: HashMap::new(),
 			arrived: HashMap::new(),
 			arrived_order: VecDeque::new(),
 			buckets: HashMap::new(),
@@ -515,8 +530,8 @@ where
 		self.config.refresh.as_secs().saturating_mul(2).clamp(1, u64::from(u32::MAX)) as u32
 	}
 
-	fn remember_arrived(&mut self, hash: Hash, by_store: bool) {
-		if self.arrived.insert(hash, by_store).is_none() {
+	fn remember_arrived(&mut self, hash: Hash, sender: Option<P>) {
+		if self.arrived.insert(hash, sender).is_none() {
 			self.arrived_order.push_back(hash);
 			if self.arrived_order.len() > MAX_REMEMBERED {
 				if let Some(old) = self.arrived_order.pop_front() {

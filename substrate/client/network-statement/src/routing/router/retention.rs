@@ -20,14 +20,14 @@ where
 		let Ok(statement) = Statement::decode(&mut &encoding[..]) else { return };
 		let hash = statement.hash();
 		let arrived = self.arrived.get(&hash).copied();
-		let (forward, reroute) = (forward && arrived.is_none(), arrived == Some(true));
+		let (forward, sent_by) = (forward && arrived.is_none(), arrived.flatten());
 		for topic in statement.topics() {
 			self.send_to_watchers(*topic, &encoding);
 		}
 		let topics = statement.topics().to_vec();
 		let keys = keys_of(&topics, &hash);
 		let mut parked =
-			Parked { hash, encoding, topics, keys: keys.clone(), forward, reroute, waiting: 0 };
+			Parked { hash, encoding, topics, keys: keys.clone(), forward, sent_by, waiting: 0 };
 		let id = self.next_id();
 		for key in keys {
 			if self.holders(key).is_none() {
@@ -65,8 +65,8 @@ where
 	}
 
 	/// Forward to the holders, then hold, or look again after `drop_after`.
-	fn decide(&mut self, parked: Parked) {
-		let Parked { hash, encoding, topics, keys, forward, reroute, .. } = parked;
+	fn decide(&mut self, parked: Parked<P>) {
+		let Parked { hash, encoding, topics, keys, forward, sent_by, .. } = parked;
 		let mut holder = false;
 		for key in &keys {
 			let Some(holders) = self.cached(key).cloned() else { continue };
@@ -81,10 +81,16 @@ where
 				self.hold(*key, holders);
 			}
 		}
-		if !holder && reroute && !self.wanted_here(&topics) {
-			// Sent here as to a holder, and no watch of this node's: the sender's lookup
-			// missed a holder this node finds (the holders only push to peers new to them,
-			// so a missed one would stay without it).
+		// Sent here by a node that is not a holder either, and not for a watch of this node's:
+		// the sender's lookup missed a holder this node finds (the holders only push to peers
+		// new to them, so a missed one would stay without it). A holder's push (hand-over,
+		// or to a watcher) is not sent on.
+		let by_holder = |router: &Self, sender: &P| {
+			keys.iter()
+				.any(|key| router.cached(key).is_some_and(|holders| holders.contains(sender)))
+		};
+		let misrouted = sent_by.is_some_and(|sender| !by_holder(self, &sender));
+		if !holder && misrouted && !self.wanted_here(&topics) {
 			log::debug!(target: crate::core::LOG, "Statement {} sent here by a node that took this one for a holder; sent on", hex::encode(hash));
 			let local = self.local;
 			for key in &keys {
@@ -181,6 +187,7 @@ where
 		self.expire_queries();
 		self.expire_fetches();
 		self.resend_stores();
+		self.expire_handovers();
 		self.refresh();
 		for watchers in self.watchers.values_mut() {
 			watchers.retain(|_, until| *until > now);

@@ -29,9 +29,9 @@ pub const MAX_RETRY_BYTES: usize = 32 * 1024 * 1024;
 /// Keys handed over at once; others wait their turn.
 pub const HANDOVERS_AT_ONCE: usize = 4;
 
-/// Keys waiting for their hand-over; past it, the oldest is dropped (the next refresh finds
-/// its new holders again).
-const MAX_WAITING_HANDOVERS: usize = 1 << 16;
+/// A hand-over that made no progress (no page read, no `Store` ended) for this long is given
+/// up, so that a lost read cannot hold its turn for ever.
+const HANDOVER_STALLED: Duration = Duration::from_secs(120);
 
 /// A key being handed over.
 pub(super) struct Handover<P> {
@@ -42,6 +42,8 @@ pub(super) struct Handover<P> {
 	outstanding: usize,
 	/// Where the next page starts, once the current one is sent.
 	next: Option<u32>,
+	/// When it last moved on.
+	progress: super::Time,
 }
 
 impl<P, A> Router<P, A>
@@ -96,7 +98,9 @@ where
 	/// A `Store` to `peer` ended, taken or not: a hand-over's next page may follow.
 	pub(super) fn store_ended(&mut self, handover: Option<Key>) {
 		let Some(key) = handover else { return };
+		let now = self.now;
 		let Some(current) = self.handovers.get_mut(&key) else { return };
+		current.progress = now;
 		current.outstanding = current.outstanding.saturating_sub(1);
 		if current.outstanding == 0 {
 			self.next_page(key);
@@ -139,22 +143,38 @@ where
 
 	/// Push a key's statements to its new `peers`, a page at a time; with `release`, this
 	/// node lets the key go and decides on each statement again after `drop_after`.
+	///
+	/// A key already waiting gets the new peers added (and lets go if either asks), so the
+	/// waiting keys are at most the keys held.
 	pub(super) fn hand_over(&mut self, key: Key, peers: Vec<P>, release: bool) {
 		if self.handovers.contains_key(&key) || self.handovers.len() >= HANDOVERS_AT_ONCE {
-			if self.waiting_handovers.len() >= MAX_WAITING_HANDOVERS {
-				self.waiting_handovers.pop_front();
+			match self.waiting_for.get_mut(&key) {
+				Some((waiting, lets_go)) => {
+					for peer in peers {
+						if !waiting.contains(&peer) {
+							waiting.push(peer);
+						}
+					}
+					*lets_go |= release;
+				}
+				None => {
+					self.waiting_for.insert(key, (peers, release));
+					self.waiting_handovers.push_back(key);
+				}
 			}
-			self.waiting_handovers.push_back((key, peers, release));
 			return;
 		}
-		self.handovers.insert(key, Handover { peers, release, outstanding: 0, next: None });
+		let handover = Handover { peers, release, outstanding: 0, next: None, progress: self.now };
+		self.handovers.insert(key, handover);
 		self.actions.push_back(Action::ReadKey { key, skip: 0 });
 	}
 
 	/// A page of a key being handed over was read.
 	pub(super) fn on_key_read(&mut self, key: Key, statements: Vec<Encoded>, next: Option<u32>) {
+		let now = self.now;
 		let Some(current) = self.handovers.get_mut(&key) else { return };
 		current.next = next;
+		current.progress = now;
 		let (peers, release) = (current.peers.clone(), current.release);
 		self.metrics.routing_handed_over.add((statements.len() * peers.len()) as u64);
 		if release {
@@ -184,13 +204,40 @@ where
 			return;
 		}
 		self.handovers.remove(&key);
-		// Each waiting one once: a key still being handed over goes back to the end.
+		self.start_waiting_handovers();
+	}
+
+	/// Start waiting hand-overs while there is room; each waiting key is looked at once (one
+	/// still being handed over waits on).
+	fn start_waiting_handovers(&mut self) {
 		for _ in 0..self.waiting_handovers.len() {
 			if self.handovers.len() >= HANDOVERS_AT_ONCE {
 				break;
 			}
-			let Some((key, peers, release)) = self.waiting_handovers.pop_front() else { break };
-			self.hand_over(key, peers, release);
+			let Some(key) = self.waiting_handovers.pop_front() else { break };
+			if self.handovers.contains_key(&key) {
+				self.waiting_handovers.push_back(key);
+				continue;
+			}
+			if let Some((peers, release)) = self.waiting_for.remove(&key) {
+				self.hand_over(key, peers, release);
+			}
+		}
+	}
+
+	/// Give up hand-overs stalled past [`HANDOVER_STALLED`] (a read whose answer was lost).
+	pub(super) fn expire_handovers(&mut self) {
+		let now = self.now;
+		let before = self.handovers.len();
+		self.handovers.retain(|key, current| {
+			let stalled = now.saturating_sub(current.progress) > HANDOVER_STALLED;
+			if stalled {
+				log::debug!(target: LOG, "Hand-over of key {} stalled; given up", hex::encode(key));
+			}
+			!stalled
+		});
+		if self.handovers.len() < before {
+			self.start_waiting_handovers();
 		}
 	}
 }

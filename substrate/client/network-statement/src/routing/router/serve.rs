@@ -78,7 +78,7 @@ where
 			}
 		}
 		for statement in &decoded {
-			self.remember_arrived(statement.hash(), true);
+			self.remember_arrived(statement.hash(), Some(from));
 		}
 		self.metrics.received.add(decoded.len() as u64);
 		self.actions.push_back(super::Action::Submit {
@@ -127,6 +127,15 @@ where
 			(Purpose::Fetch { topic, skip, id }, Answer::Statements { statements, more }) => {
 				self.on_fetch_page(peer, (topic, id), skip, statements, more)
 			}
+			(Purpose::Store { handover, .. }, Answer::Refused(reason)) => {
+				// Refused (its rate, or a statement it cannot take): sending the same again
+				// would be refused again; the next refresh pushes to it once more.
+				log::debug!(target: LOG, "{peer:?} refused a Store: {reason}");
+				for held in self.held.values_mut() {
+					held.holders.retain(|holder| *holder != peer);
+				}
+				self.store_ended(handover);
+			}
 			(purpose, Answer::Refused(reason)) => {
 				log::debug!(target: LOG, "{peer:?} refused a route request: {reason}");
 				self.on_failure(peer, purpose);
@@ -147,8 +156,9 @@ where
 		more: bool,
 	) {
 		let count = statements.len() as u32;
-		if more && count > 0 {
-			let next = skip + count;
+		let next = super::next_page(skip, count, more);
+		// Not past the subscription's end.
+		if let (Some(next), true) = (next, self.watching.contains_key(&topic)) {
 			let body =
 				wire::Request::Watch { topic: topic.0, lease_secs: self.lease_secs(), skip: next };
 			self.query(peer, body, Purpose::Watch { topic, skip: next });
@@ -166,7 +176,7 @@ where
 		let mut decoded = Vec::new();
 		for bytes in statements {
 			if let Ok(statement) = Statement::decode(&mut &bytes[..]) {
-				self.remember_arrived(statement.hash(), false);
+				self.remember_arrived(statement.hash(), None);
 				decoded.push(statement);
 			}
 		}

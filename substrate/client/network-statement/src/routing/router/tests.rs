@@ -276,3 +276,20 @@ fn a_topic_larger_than_a_page_is_handed_over_whole_a_page_at_a_time() {
 	net.advance(REFRESH * 4 + DROP_AFTER);
 	assert_placed(&net, &placed, "after two holders left and four nodes joined");
 }
+
+#[test]
+fn a_query_waits_for_a_holder_that_has_the_topic_not_the_first_that_answers() {
+	let mut net = network(20);
+	let placed = submit_all(&mut net, 3, |_| 5);
+	net.advance(DROP_AFTER + Duration::from_secs(1));
+	let (hash, key) = placed[0];
+	let (holding, _) = holding(&net, &hash, &key);
+	// The holder that answers first (the lowest id) lacks the statement, as one that joined a
+	// moment ago does.
+	net.nodes[holding[0] as usize].store.remove(&hash);
+	let reader = (0..20).find(|id| !holding.contains(id)).unwrap();
+	net.feed(reader, Event::Fetch { fetch: 1, topics: vec![Topic(key)] });
+	net.settle();
+	assert_eq!(net.fetched, vec![(reader, 1)]);
+	assert!(net.stored_when_fetched[0].contains(&hash), "the answer came with the statement");
+}
