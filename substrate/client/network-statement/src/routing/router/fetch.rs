@@ -14,36 +14,13 @@
 //!   are answered from the store at once, which the holders keep current meanwhile. Fetched
 //!   statements are kept for the window, then released as any the node does not hold.
 
-use super::{Action, Purpose, Router, Time};
+use super::{Action, Fetching, Purpose, Router, FETCH_DEADLINE};
 use crate::{core::LOG, routing::wire};
 use statement_primitives::Topic;
 use std::time::Duration;
 
-/// Longest a query waits for its fetch; past it, it is answered from what the node has.
-pub const FETCH_DEADLINE: Duration = Duration::from_secs(10);
-
 /// Topics fetched at once; past it, queries on others are answered from what the node has.
 const MAX_FETCHING: usize = 256;
-
-/// A topic being fetched.
-pub(super) struct Fetching {
-	/// Names the fetch's queries (the first waiter's id), so that the answers to an earlier
-	/// fetch of the topic do not count for a later one.
-	id: u64,
-	started: Time,
-	/// Whether the holders were asked (the topic's lookup may still run).
-	asked: bool,
-	/// Holders still sending pages.
-	chains: usize,
-	/// A holder with statements on the topic sent its last page.
-	complete: bool,
-	/// Some holder sent its last page (perhaps an empty one).
-	answered: bool,
-	/// Pages handed to the store and not yet stored.
-	storing: usize,
-	/// The queries waiting.
-	waiters: Vec<u64>,
-}
 
 impl<P, A> Router<P, A>
 where

@@ -27,8 +27,6 @@ mod serve;
 #[cfg(test)]
 mod tests;
 
-pub use fetch::FETCH_DEADLINE;
-
 use super::{wire, Key, Known, Lookup, RoutingConfig};
 use crate::metrics::Metrics;
 use statement_primitives::{Encoded, Hash, Statement, Topic};
@@ -62,6 +60,9 @@ pub const LEARN_DEADLINE: Duration = Duration::from_secs(2);
 /// because a live node that was only slow once would be missing from this node's lookups
 /// meanwhile, and this node could take itself for a holder in its place.
 pub const FAILED_FOR: Duration = Duration::from_secs(20);
+
+/// Longest a query waits for its fetch; past it, it is answered from what the node has.
+pub const FETCH_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Keys whose hand-over a node tracks; past it, new ones are held but not handed over.
 pub const MAX_HELD_KEYS: usize = 1 << 20;
@@ -340,6 +341,39 @@ struct Due {
 /// A lookup's key, the peer that answered, and the peers it named (with their keys).
 type Learning<P> = (Key, P, Vec<(P, Key)>, Time);
 
+/// A topic being fetched.
+struct Fetching {
+	/// Names the fetch's queries (the first waiter's id), so that the answers to an earlier
+	/// fetch of the topic do not count for a later one.
+	id: u64,
+	started: Time,
+	/// Whether the holders were asked (the topic's lookup may still run).
+	asked: bool,
+	/// Holders still sending pages.
+	chains: usize,
+	/// A holder with statements on the topic sent its last page.
+	complete: bool,
+	/// Some holder sent its last page (perhaps an empty one).
+	answered: bool,
+	/// Pages handed to the store and not yet stored.
+	storing: usize,
+	/// The queries waiting.
+	waiters: Vec<u64>,
+}
+
+/// A key being handed over.
+struct Handover<P> {
+	peers: Vec<P>,
+	/// Whether this node lets the key go.
+	release: bool,
+	/// `Store`s of the current page not yet ended.
+	outstanding: usize,
+	/// Where the next page starts, once the current one is sent.
+	next: Option<u32>,
+	/// When it last moved on.
+	progress: Time,
+}
+
 /// A key this node holds: its holders at the last lookup, and when to look again.
 struct Held<P> {
 	holders: Vec<P>,
@@ -373,7 +407,7 @@ pub struct Router<P, A> {
 	watching: HashMap<Topic, Time>,
 	watchers: HashMap<Topic, HashMap<P, Time>>,
 	/// Topics being fetched for one-shot queries.
-	fetching: HashMap<Topic, fetch::Fetching>,
+	fetching: HashMap<Topic, Fetching>,
 	/// Topics fetched, with the end of the window in which queries are answered from the
 	/// store (their holders' watches keep it current).
 	fetched: HashMap<Topic, Time>,
@@ -383,7 +417,7 @@ pub struct Router<P, A> {
 	store_retries: VecDeque<(Time, P, Vec<Encoded>, u8)>,
 	retry_bytes: usize,
 	/// Keys being handed over, a page at a time, and those waiting their turn.
-	handovers: HashMap<Key, send::Handover<P>>,
+	handovers: HashMap<Key, Handover<P>>,
 	waiting_handovers: VecDeque<Key>,
 	/// The new holders of each waiting key, and whether this node lets it go.
 	waiting_for: HashMap<Key, (Vec<P>, bool)>,

@@ -5,7 +5,7 @@
 //! [`wire::MAX_ANSWER`] bytes) and reads the next once every `Store` of the page has ended,
 //! [`HANDOVERS_AT_ONCE`] keys at a time; retries hold at most [`MAX_RETRY_BYTES`].
 
-use super::{Action, Purpose, Router};
+use super::{Action, Handover, Purpose, Router};
 use crate::{
 	core::LOG,
 	routing::{wire, Key},
@@ -32,19 +32,6 @@ pub const HANDOVERS_AT_ONCE: usize = 4;
 /// A hand-over that made no progress (no page read, no `Store` ended) for this long is given
 /// up, so that a lost read cannot hold its turn for ever.
 const HANDOVER_STALLED: Duration = Duration::from_secs(120);
-
-/// A key being handed over.
-pub(super) struct Handover<P> {
-	peers: Vec<P>,
-	/// Whether this node lets the key go.
-	release: bool,
-	/// `Store`s of the current page not yet ended.
-	outstanding: usize,
-	/// Where the next page starts, once the current one is sent.
-	next: Option<u32>,
-	/// When it last moved on.
-	progress: super::Time,
-}
 
 impl<P, A> Router<P, A>
 where

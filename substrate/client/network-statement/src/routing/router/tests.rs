@@ -77,6 +77,29 @@ fn submit_all(net: &mut Network, n: u8, from: impl Fn(u8) -> u32) -> Vec<(Hash, 
 	placed
 }
 
+/// Three topics' statements through node 5 of 20, settled: the first one's hash and key, its
+/// holders, and a node that holds none of it.
+fn a_topic_and_a_reader() -> (Network, Hash, Key, Vec<u32>, u32) {
+	let mut net = network(20);
+	let placed = submit_all(&mut net, 3, |_| 5);
+	net.advance(DROP_AFTER + Duration::from_secs(1));
+	let (hash, key) = placed[0];
+	let (holding, _) = holding(&net, &hash, &key);
+	let reader = (0..20).find(|id| !holding.contains(id)).unwrap();
+	(net, hash, key, holding, reader)
+}
+
+/// `leaving` go without a word, `joining` new nodes join, and four refreshes pass.
+fn churn(net: &mut Network, leaving: &[u32], joining: u32) {
+	for id in leaving {
+		net.nodes[*id as usize].alive = false;
+	}
+	for n in 0..joining {
+		join(net, &[n + 1, n + 7]);
+	}
+	net.advance(REFRESH * 4 + DROP_AFTER);
+}
+
 fn assert_placed(net: &Network, placed: &[(Hash, Key)], when: &str) {
 	for (hash, key) in placed {
 		let (holding, expected) = holding(net, hash, key);
@@ -112,24 +135,14 @@ fn holders_hand_over_to_a_node_that_joins_and_replace_one_that_leaves() {
 	let mut by_load: Vec<(usize, u32)> =
 		net.nodes.iter().enumerate().map(|(id, node)| (node.store.len(), id as u32)).collect();
 	by_load.sort_unstable_by(|a, b| b.cmp(a));
-	for (_, id) in by_load.iter().take(5) {
-		net.nodes[*id as usize].alive = false;
-	}
-	for n in 0..6 {
-		join(&mut net, &[n + 1, n + 7]);
-	}
-	net.advance(REFRESH * 4 + DROP_AFTER);
+	let leaving: Vec<u32> = by_load.iter().take(5).map(|(_, id)| *id).collect();
+	churn(&mut net, &leaving, 6);
 	assert_placed(&net, &placed, "after churn and hand-over");
 }
 
 #[test]
 fn a_node_that_does_not_hold_a_topic_gets_it_while_a_subscription_names_it() {
-	let mut net = network(20);
-	let placed = submit_all(&mut net, 3, |_| 5);
-	net.advance(DROP_AFTER + Duration::from_secs(1));
-	let (hash, key) = placed[0];
-	let (holding, _) = holding(&net, &hash, &key);
-	let reader = (0..20).find(|id| !holding.contains(id)).unwrap();
+	let (mut net, hash, key, holding, reader) = a_topic_and_a_reader();
 	net.nodes[reader as usize].wanted = vec![Topic(key)];
 	net.advance(Duration::from_secs(1));
 	assert!(net.nodes[reader as usize].store.contains_key(&hash), "the stored statement came");
@@ -178,12 +191,7 @@ fn a_push_to_a_new_holder_that_failed_is_made_again_at_the_next_refresh() {
 
 #[test]
 fn a_query_on_a_node_that_does_not_hold_its_topic_is_answered_after_the_holders_sent_it() {
-	let mut net = network(20);
-	let placed = submit_all(&mut net, 3, |_| 5);
-	net.advance(DROP_AFTER + Duration::from_secs(1));
-	let (hash, key) = placed[0];
-	let (holding, _) = holding(&net, &hash, &key);
-	let reader = (0..20).find(|id| !holding.contains(id)).unwrap();
+	let (mut net, hash, key, holding, reader) = a_topic_and_a_reader();
 	assert!(!net.nodes[reader as usize].store.contains_key(&hash), "the reader lets it go first");
 	// A query naming another topic too: one topic's holders have all its statements.
 	let topics = vec![Topic(key), topic(200)];
@@ -267,27 +275,16 @@ fn a_topic_larger_than_a_page_is_handed_over_whole_a_page_at_a_time() {
 	net.advance(REFRESH + DROP_AFTER + Duration::from_secs(2));
 	assert_placed(&net, &placed, "before churn");
 	let (_, expected) = holding(&net, &placed[0].0, &topic(9).0);
-	for holder in &expected[..2] {
-		net.nodes[*holder as usize].alive = false;
-	}
-	for n in 0..4 {
-		join(&mut net, &[n + 1, n + 5]);
-	}
-	net.advance(REFRESH * 4 + DROP_AFTER);
+	churn(&mut net, &expected[..2], 4);
 	assert_placed(&net, &placed, "after two holders left and four nodes joined");
 }
 
 #[test]
 fn a_query_waits_for_a_holder_that_has_the_topic_not_the_first_that_answers() {
-	let mut net = network(20);
-	let placed = submit_all(&mut net, 3, |_| 5);
-	net.advance(DROP_AFTER + Duration::from_secs(1));
-	let (hash, key) = placed[0];
-	let (holding, _) = holding(&net, &hash, &key);
+	let (mut net, hash, key, holding, reader) = a_topic_and_a_reader();
 	// The holder that answers first (the lowest id) lacks the statement, as one that joined a
 	// moment ago does.
 	net.nodes[holding[0] as usize].store.remove(&hash);
-	let reader = (0..20).find(|id| !holding.contains(id)).unwrap();
 	net.feed(reader, Event::Fetch { fetch: 1, topics: vec![Topic(key)] });
 	net.settle();
 	assert_eq!(net.fetched, vec![(reader, 1)]);
