@@ -219,7 +219,7 @@ async fn a_routed_network_keeps_each_probe_on_its_k_holders_through_churn() -> R
 	// the node fetches the topic from its holders before it answers.
 	let asker = &nodes[order[NODES - 4]];
 	let answered = Instant::now();
-	let answer = asker.client.broadcasts(&[topic_hex.clone()]).await?;
+	let answer = asker.client.broadcasts(std::slice::from_ref(&topic_hex)).await?;
 	ensure!(
 		answer == encoded([&first, &later[0]]),
 		"statement_broadcastsStatement on {}, which holds none of probe-0's topic: {answer:?}",

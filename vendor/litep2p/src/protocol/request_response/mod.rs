@@ -173,7 +173,11 @@ pub(crate) struct RequestResponseProtocol {
     >,
 
     /// Pending dials for outbound requests.
-    pending_dials: HashMap<PeerId, RequestContext>,
+    ///
+    /// statement-store: every request sent while the dial runs, not only the last one (a
+    /// second request to a peer being dialled replaced the first, which was then never
+    /// answered nor reported failed).
+    pending_dials: HashMap<PeerId, Vec<RequestContext>>,
 
     /// TX channel for sending events to the user protocol.
     event_tx: Sender<InnerRequestResponseEvent>,
@@ -241,54 +245,60 @@ impl RequestResponseProtocol {
                 );
                 entry.insert(PeerContext::new());
             }
-            Some(context) => match self.service.open_substream(peer) {
-                Ok(substream_id) => {
-                    tracing::trace!(
-                        target: LOG_TARGET,
-                        ?peer,
-                        protocol = %self.protocol,
-                        request_id = ?context.request_id,
-                        ?substream_id,
-                        "dial succeeded, open substream",
-                    );
-
-                    entry.insert(PeerContext {
-                        active: HashSet::from_iter([context.request_id]),
-                        active_inbound: HashMap::new(),
-                    });
-                    self.pending_outbound.insert(
-                        substream_id,
-                        RequestContext::new(
-                            peer,
-                            context.request_id,
-                            context.request,
-                            context.fallback,
-                        ),
-                    );
+            Some(contexts) => {
+                // statement-store: a substream for each request that waited for the dial.
+                let mut active = HashSet::new();
+                let mut failed = Vec::new();
+                for context in contexts {
+                    match self.service.open_substream(peer) {
+                        Ok(substream_id) => {
+                            tracing::trace!(
+                                target: LOG_TARGET,
+                                ?peer,
+                                protocol = %self.protocol,
+                                request_id = ?context.request_id,
+                                ?substream_id,
+                                "dial succeeded, open substream",
+                            );
+                            active.insert(context.request_id);
+                            self.pending_outbound.insert(
+                                substream_id,
+                                RequestContext::new(
+                                    peer,
+                                    context.request_id,
+                                    context.request,
+                                    context.fallback,
+                                ),
+                            );
+                        }
+                        // only reason the substream would fail to open would be that the
+                        // connection would've been reported to the protocol with enough delay
+                        // that the keep-alive timeout had expired and no other protocol had
+                        // opened a substream to it, causing the connection to be closed
+                        Err(error) => failed.push((context.request_id, error)),
+                    }
                 }
-                // only reason the substream would fail to open would be that the connection
-                // would've been reported to the protocol with enough delay that the keep-alive
-                // timeout had expired and no other protocol had opened a substream to it, causing
-                // the connection to be closed
-                Err(error) => {
+                entry.insert(PeerContext {
+                    active,
+                    active_inbound: HashMap::new(),
+                });
+                for (request_id, error) in failed {
                     tracing::warn!(
                         target: LOG_TARGET,
                         ?peer,
                         protocol = %self.protocol,
-                        request_id = ?context.request_id,
+                        ?request_id,
                         ?error,
                         "failed to open substream",
                     );
-
-                    return self
-                        .report_request_failure(
-                            peer,
-                            context.request_id,
-                            RequestResponseError::Rejected(error.into()),
-                        )
-                        .await;
+                    self.report_request_failure(
+                        peer,
+                        request_id,
+                        RequestResponseError::Rejected(error.into()),
+                    )
+                    .await?;
                 }
-            },
+            }
         }
 
         Ok(())
@@ -300,6 +310,19 @@ impl RequestResponseProtocol {
 
         // Remove any pending outbound substreams for this peer.
         self.pending_outbound.retain(|_, context| context.peer != peer);
+
+        // statement-store: requests that waited for this connection to reach the protocol
+        // fail with it.
+        for context in self.pending_dials.remove(&peer).unwrap_or_default() {
+            let _ = self
+                .event_tx
+                .send(InnerRequestResponseEvent::RequestFailed {
+                    peer,
+                    request_id: context.request_id,
+                    error: RequestResponseError::Rejected(RejectReason::ConnectionClosed),
+                })
+                .await;
+        }
 
         let Some(context) = self.peers.remove(&peer) else {
             tracing::error!(
@@ -624,7 +647,8 @@ impl RequestResponseProtocol {
     }
 
     async fn on_dial_failure(&mut self, peer: PeerId) {
-        if let Some(context) = self.pending_dials.remove(&peer) {
+        // statement-store: every request that waited for the dial fails with it.
+        for context in self.pending_dials.remove(&peer).unwrap_or_default() {
             tracing::debug!(target: LOG_TARGET, ?peer, protocol = %self.protocol, "failed to dial peer");
 
             let _ = self
@@ -751,10 +775,18 @@ impl RequestResponseProtocol {
                             "started dialing peer",
                         );
 
-                        self.pending_dials.insert(
-                            peer,
-                            RequestContext::new(peer, request_id, request, fallback),
-                        );
+                        // statement-store: queued behind any request already waiting.
+                        self.pending_dials.entry(peer).or_default().push(RequestContext::new(
+                            peer, request_id, request, fallback,
+                        ));
+                        return Ok(());
+                    }
+                    // statement-store: connected, but the connection has not reached this
+                    // protocol yet; the request waits for it as for a dial.
+                    Err(crate::error::ImmediateDialError::AlreadyConnected) => {
+                        self.pending_dials.entry(peer).or_default().push(RequestContext::new(
+                            peer, request_id, request, fallback,
+                        ));
                         return Ok(());
                     }
                     Err(error) => {

@@ -40,7 +40,8 @@ use std::{
 pub type Time = Duration;
 
 /// Longest a query may go unanswered before the router counts it failed, whatever the
-/// transport does (litep2p was seen to leave some unreported).
+/// transport does (litep2p 0.16 dropped all but the last request to a peer being dialled,
+/// unreported, until the vendored copy's change 3; a guard against any such loss).
 pub const QUERY_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Longest a lookup may run; past it, it ends with the nearest that answered.
