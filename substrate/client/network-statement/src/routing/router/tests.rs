@@ -290,3 +290,61 @@ fn a_query_waits_for_a_holder_that_has_the_topic_not_the_first_that_answers() {
 	assert_eq!(net.fetched, vec![(reader, 1)]);
 	assert!(net.stored_when_fetched[0].contains(&hash), "the answer came with the statement");
 }
+
+/// Everything `router` asks now, answering each `Nearest` with no peers (the asked node
+/// knows nobody else).
+fn drain(router: &mut Router<u32, u32>, now: Duration) -> Vec<Action<u32, u32>> {
+	let mut left = Vec::new();
+	while let Some(action) = router.poll_action() {
+		match action {
+			Action::Query { query, body: wire::Request::Nearest { .. }, .. } => {
+				router.handle(now, Event::Answer { query, answer: Answer::Nearest(Vec::new()) });
+			}
+			other => left.push(other),
+		}
+	}
+	left
+}
+
+#[test]
+fn a_hand_over_reads_its_next_page_only_once_the_last_pages_stores_ended() {
+	let mut config = RoutingConfig::new(2);
+	config.refresh = REFRESH;
+	let metrics = Arc::new(crate::metrics::Metrics::default());
+	let mut router = Router::new(config, 0, Network::key(0), metrics, u32::MAX);
+	let encodings: Vec<Encoded> = (0..3).map(|n| statement(n, Some(topic(4))).1).collect();
+	let at = Duration::ZERO;
+	router.handle(at, Event::Admitted { encodings: encodings.clone(), forward: true });
+	drain(&mut router, at);
+	assert_eq!(router.held_keys(), 1, "alone, it holds the topic");
+	// A second node comes; with K = 2 it is a holder, new to this one.
+	router.handle(at, Event::Peer { peer: 1, key: Network::key(1), addresses: vec![1] });
+	let at = Duration::from_millis(1_500);
+	router.handle(at, Event::Tick { wanted: Vec::new() });
+	let actions = drain(&mut router, at);
+	let reads: Vec<_> = actions.iter().filter(|a| matches!(a, Action::ReadKey { .. })).collect();
+	assert!(
+		matches!(reads[..], [Action::ReadKey { skip: 0, .. }]),
+		"the hand-over reads its first page: {actions:?}"
+	);
+	let key = topic(4).0;
+	// A page, and more to come: its Store goes out, the next page waits for it.
+	let page = vec![encodings[0].clone()];
+	router.handle(at, Event::KeyRead { key, statements: page, next: Some(1) });
+	let actions = drain(&mut router, at);
+	let store = actions.iter().find_map(|action| match action {
+		Action::Query { query, peer: 1, body: wire::Request::Store { .. } } => Some(*query),
+		_ => None,
+	});
+	let Some(store) = store else { panic!("the page is sent to the new holder: {actions:?}") };
+	assert!(
+		!actions.iter().any(|a| matches!(a, Action::ReadKey { .. })),
+		"no second page while the first is in flight: {actions:?}"
+	);
+	router.handle(at, Event::Answer { query: store, answer: Answer::Stored });
+	let actions = drain(&mut router, at);
+	assert!(
+		actions.iter().any(|a| matches!(a, Action::ReadKey { skip: 1, .. })),
+		"the next page once the Store ended: {actions:?}"
+	);
+}
