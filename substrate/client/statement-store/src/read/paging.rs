@@ -12,7 +12,7 @@ use crate::{
 	index::lists::stored_ids,
 	index::posting::intersect,
 	index::schema::{Id, PostingKey},
-	read::read_ahead::{HASH_GROUP, READ_THREADS},
+	read::read_ahead::{read_threads, HASH_GROUP},
 	store::{Inner, StatementsPage, Store},
 };
 use statement_primitives::{Hash, Statement, TopicFilter};
@@ -200,10 +200,7 @@ impl Store {
 			pages.push((after, ids));
 			Ok(())
 		})?;
-		let threads = std::thread::available_parallelism()
-			.map_or(1, |n| n.get())
-			.clamp(1, READ_THREADS)
-			.min(pages.len().max(1));
+		let threads = read_threads().min(pages.len().max(1));
 		let per_thread = pages.len().div_ceil(threads).max(1);
 		let mut runs = Vec::with_capacity(threads);
 		let mut pages = pages.into_iter();

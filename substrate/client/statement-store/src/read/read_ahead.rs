@@ -17,6 +17,16 @@ use std::sync::{mpsc, Arc};
 /// Most threads a large read (a dump, the bodies of a large answer) reads on.
 pub const READ_THREADS: usize = 4;
 
+/// Threads a large read may use: the machine's parallelism, at most [`READ_THREADS`]. Asked
+/// once: `available_parallelism` reads the cgroup files on every call (about 70 `statx` and
+/// some reads: 29 us a call on this project's 2-core VM), which every large answer paid.
+pub fn read_threads() -> usize {
+	static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+	*THREADS.get_or_init(|| {
+		std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READ_THREADS)
+	})
+}
+
 /// Fewer ids left are read on the asking thread alone: starting helpers would cost more
 /// than they save.
 pub const READ_AHEAD_FROM: usize = 1024;
@@ -74,8 +84,7 @@ impl Inner {
 	/// it, the bodies read on up to [`READ_THREADS`] helper threads. The caller holds the
 	/// view lock. A helper that cannot be started leaves its chunks to this thread.
 	pub fn read_ahead(&self, ids: &[Id], mut each: impl FnMut(Id, Option<Fetched>)) -> Result<()> {
-		let helpers =
-			std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READ_THREADS);
+		let helpers = read_threads();
 		let chunks: Vec<&[Id]> = ids.chunks(CHUNK).collect();
 		let fetch_all = |chunk: &[Id]| self.fetch_bodies(chunk);
 		std::thread::scope(|scope| {
