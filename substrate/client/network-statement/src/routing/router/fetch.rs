@@ -33,6 +33,11 @@ where
 	}
 
 	/// Whether statements on `topic` are kept for a fetch's window.
+	/// The lease a fetch's `Watch` asks for: the window, and a little for the last answer.
+	fn fetch_lease_secs(&self) -> u32 {
+		(self.fetch_window() + Duration::from_secs(2)).as_secs() as u32
+	}
+
 	pub(super) fn fetched_here(&self, topic: &Topic) -> bool {
 		self.fetched.get(topic).is_some_and(|until| *until > self.now)
 	}
@@ -78,7 +83,7 @@ where
 	/// Ask the holders of a topic being fetched, once its lookup has found them.
 	pub(super) fn fetch_from(&mut self, topic: Topic, holders: &[P]) {
 		let local = self.local;
-		let lease_secs = (self.fetch_window() + Duration::from_secs(2)).as_secs() as u32;
+		let lease_secs = self.fetch_lease_secs();
 		let Some(fetching) = self.fetching.get_mut(&topic) else { return };
 		if fetching.asked {
 			return;
@@ -109,7 +114,7 @@ where
 		let current = self.fetching.get(&topic).is_some_and(|fetching| fetching.id == id);
 		// Only while the fetch lasts: after it, the watch's lease brings what is new.
 		if let (Some(next), true) = (next, current) {
-			let lease_secs = (self.fetch_window() + Duration::from_secs(2)).as_secs() as u32;
+			let lease_secs = self.fetch_lease_secs();
 			let body = wire::Request::Watch { topic: topic.0, lease_secs, skip: next };
 			self.query(peer, body, Purpose::Fetch { topic, skip: next, id });
 		}

@@ -100,13 +100,13 @@ where
 			log::debug!(target: LOG, "{} statement(s) not taken by {peer:?} after {STORE_RETRIES} retries", statements.len());
 			return;
 		}
-		self.retry_bytes += statements.iter().map(|s| s.len()).sum::<usize>();
+		self.retry_bytes += bytes_of(&statements);
 		let due = self.now + STORE_RETRY_AFTER;
 		self.store_retries.push_back((due, peer, statements, retried + 1));
 		while self.retry_bytes > MAX_RETRY_BYTES {
 			let Some((_, _, dropped, _)) = self.store_retries.pop_front() else { break };
 			log::debug!(target: LOG, "{} failed statement(s) not retried: retries are full", dropped.len());
-			self.retry_bytes -= dropped.iter().map(|s| s.len()).sum::<usize>();
+			self.retry_bytes -= bytes_of(&dropped);
 		}
 	}
 
@@ -116,7 +116,7 @@ where
 			let Some((_, peer, statements, retried)) = self.store_retries.pop_front() else {
 				break;
 			};
-			self.retry_bytes -= statements.iter().map(|s| s.len()).sum::<usize>();
+			self.retry_bytes -= bytes_of(&statements);
 			self.send_store(peer, statements, retried, None);
 		}
 	}
@@ -227,4 +227,9 @@ where
 			self.start_waiting_handovers();
 		}
 	}
+}
+
+/// The bytes of `statements`' encodings.
+fn bytes_of(statements: &[Encoded]) -> usize {
+	statements.iter().map(|s| s.len()).sum()
 }
