@@ -8,7 +8,10 @@
 use crate::{
 	error::bad,
 	error::Result,
-	index::schema::{self, Usage},
+	index::{
+		lists::Walk,
+		schema::{self, Usage},
+	},
 	store::Store,
 };
 use statement_primitives::AccountId;
@@ -75,10 +78,6 @@ impl Store {
 	}
 
 	fn maintain_until(&self, deadline: Instant, report: &mut MaintenanceReport) -> Result<()> {
-		// Once per call, so that every walk below sees everything admitted before it; the
-		// walks then read parity-db's indexes as they stand and skip what their own earlier
-		// slices removed (see `expire_slice`), instead of handing over before every slice.
-		self.inner.db.hand_over()?;
 		let mut cursor = None;
 		let pass = Instant::now();
 		let (expired, done) = drain(deadline, || self.expire_slice(&mut cursor))?;
@@ -112,16 +111,22 @@ impl Store {
 	/// expiry lists (one per second, oldest first) from `cursor` (the segment an earlier
 	/// slice of this call stopped in) and moving it on.
 	///
-	/// The walk finds segments in parity-db's index as it stands, without first handing the
-	/// staged batches over (a parity-db commit on this thread for every slice, which cost
-	/// more than the removals), and reads each segment's ids through the staged batches, so
-	/// what earlier slices removed is gone from them; the call handed over once before its
-	/// first slice, and segments admitted since are left to the next call.
+	/// The walk is parity-db's expiry lists with the staged batches' laid over them
+	/// ([`crate::write::staging::Database::overlay`]), so it sees what was admitted a moment
+	/// ago and not what earlier slices removed, without handing the staged batches over
+	/// first: that is a parity-db commit on this thread, which cost an expiry round of
+	/// statements just submitted a sixth of its time, and the drain thread does it anyway.
 	fn expire_slice(&self, cursor: &mut Option<Vec<u8>>) -> Result<usize> {
 		let inner = &self.inner;
 		let now = inner.config.clock.now();
 		inner.write(|batch| {
-			let mut iter = inner.db.iter_behind(schema::COL_POSTING)?;
+			// The segments of seconds before `now`.
+			let end = schema::PostingKey::Expiry(now).prefix();
+			let mut iter = inner.db.overlay_below(
+				schema::COL_POSTING,
+				&[schema::EXPIRY_PREFIX],
+				Some(&end),
+			)?;
 			iter.seek(cursor.as_deref().unwrap_or(&[schema::EXPIRY_PREFIX]))?;
 			let ban_until = inner.ban_until();
 			let mut removed = 0;
@@ -217,10 +222,11 @@ impl Store {
 		let inner = &self.inner;
 		let now = inner.config.clock.now();
 		inner.write(|batch| {
-			// As the expiry walk: parity-db's index as it stands, skipping what the staged
-			// batches lifted.
-			let mut iter = inner.db.iter_behind(schema::COL_BAN_ORDER)?;
-			iter.seek_to_first()?;
+			// As the expiry walk: parity-db's index with the staged batches laid over it.
+			// The bans due by `now`.
+			let end = now.saturating_add(1).to_be_bytes();
+			let mut iter = inner.db.overlay_below(schema::COL_BAN_ORDER, &[], Some(&end))?;
+			iter.seek(&[])?;
 			let mut purged = 0;
 			while purged < SLICE {
 				let Some((key, _)) = iter.next()? else { break };
@@ -228,9 +234,6 @@ impl Store {
 					schema::be_u64(&key, 0).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
 				if until > now {
 					break;
-				}
-				if let Some(None) = inner.db.staged(schema::COL_BAN_ORDER, &key) {
-					continue;
 				}
 				let hash =
 					schema::array32(&key[8..]).ok_or_else(|| bad(schema::COL_BAN_ORDER, "key"))?;
@@ -247,16 +250,15 @@ impl Store {
 		let inner = &self.inner;
 		let mut cursor = inner.writes.allowance_cursor.lock();
 		inner.write(|batch| {
-			// Accounts as parity-db has them (one first seen since the call began is checked
-			// next round); each account's usage as the staged batches left it.
-			let mut accounts = inner.db.iter_behind(schema::COL_USAGE)?;
+			// Accounts and their usage as the staged batches left them.
+			let mut accounts = inner.db.overlay(schema::COL_USAGE, &[])?;
 			match &*cursor {
 				Some(last) => {
 					let mut next = last.to_vec();
 					next.push(0);
 					accounts.seek(&next)?;
 				}
-				None => accounts.seek_to_first()?,
+				None => accounts.seek(&[])?,
 			}
 			let ban_until = inner.ban_until();
 			let (mut checked, mut evicted) = (0, 0);
@@ -264,11 +266,6 @@ impl Store {
 			while let Some((key, value)) = accounts.next()? {
 				let account: AccountId =
 					schema::array32(&key).ok_or_else(|| bad(schema::COL_USAGE, "key"))?;
-				let value = match inner.db.staged(schema::COL_USAGE, &key) {
-					Some(Some(staged)) => staged,
-					Some(None) => continue,
-					None => value,
-				};
 				let usage: Usage = schema::decode_value(schema::COL_USAGE, &value)?;
 				let allowance = inner.writes.allowances.allowance(&account)?.unwrap_or_default();
 				let (mut count, mut size) = (u64::from(usage.count), usage.data_size);
@@ -334,4 +331,76 @@ fn expiry_second(key: &[u8]) -> Result<Option<u64>> {
 		return Err(bad(schema::COL_POSTING, "expiry segment key"));
 	}
 	Ok(schema::be_u64(key, 1))
+}
+
+#[cfg(test)]
+mod tests {
+	use crate::{
+		allowance::MapAllowances,
+		config::{Clock, Config},
+		store::Store,
+	};
+	use statement_primitives::{
+		testing::{ed25519_pair, TestStatement},
+		Statement, StatementAllowance, StatementSource, StatementStore, SubmitResult, Topic,
+	};
+	use std::{
+		sync::{
+			atomic::{AtomicU64, Ordering},
+			Arc,
+		},
+		time::Duration,
+	};
+
+	const NOW: u64 = 1_700_000_000;
+
+	fn statement(n: u8, expires: u32) -> Statement {
+		TestStatement::new()
+			.expiry(expires, u32::from(n))
+			.topic(0, Topic([n; 32]))
+			.data(vec![n; 3])
+			.signed_ed25519(&ed25519_pair(u32::from(n)))
+	}
+
+	/// Maintenance walks the expiry lists and the bans with what was staged a moment ago
+	/// laid over them: with the background thread kept from handing anything over, it
+	/// still finds the statements submitted just before it and the bans it staged itself,
+	/// and hands nothing over to do so.
+	#[test]
+	fn maintenance_finds_what_is_staged_and_not_yet_handed_over() {
+		let dir = tempfile::tempdir().unwrap();
+		let now = Arc::new(AtomicU64::new(NOW));
+		let clock = now.clone();
+		let mut config = Config::new(dir.path());
+		config.clock = Clock::from_fn(move || clock.load(Ordering::Relaxed));
+		let allowances = MapAllowances::new().with_default(StatementAllowance::new(100, 1 << 20));
+		let store = Store::open(config, Arc::new(allowances)).unwrap();
+		let held = store.inner.writes.writeback.hold();
+
+		let short: Vec<_> = (1..=3).map(|n| statement(n, (NOW + 10) as u32)).collect();
+		let long = statement(4, u32::MAX);
+		for statement in short.iter().chain([&long]) {
+			assert_eq!(store.submit(statement.clone(), StatementSource::Local), SubmitResult::New);
+		}
+		let staged = store.inner.db.staged_batches();
+		assert_eq!(staged, 4, "each submit staged one batch and none was handed over");
+
+		now.store(NOW + 11, Ordering::Relaxed);
+		let report = store.maintain_for(Duration::from_secs(60)).unwrap();
+		assert_eq!(report.expired, 3, "the staged expiry lists were walked: {report:?}");
+		assert!(short.iter().all(|statement| !store.has_statement(&statement.hash())));
+		assert!(store.has_statement(&long.hash()));
+		assert!(
+			store.inner.db.staged_batches() > staged,
+			"maintenance staged its removals and handed nothing over"
+		);
+
+		now.store(NOW + 12 + store.inner.config.ban_period.as_secs(), Ordering::Relaxed);
+		let report = store.maintain_for(Duration::from_secs(60)).unwrap();
+		assert_eq!(report.bans_purged, 3, "the staged bans were walked: {report:?}");
+		assert_eq!(report.expired, 0);
+		assert!(store.inner.db.staged_batches() > staged, "still nothing handed over");
+		drop(held);
+		assert!(store.has_statement(&long.hash()));
+	}
 }

@@ -12,8 +12,9 @@
 //! Point reads look in the staged changes first. Readers that walk keys in order (posting
 //! lists read from disk, the journal, a subscription's start) walk parity-db with the staged
 //! changes under the walk's prefix laid over it ([`Database::walk`]); they never hand
-//! anything over. Writers that walk (maintenance, eviction) hand the staged changes to
-//! parity-db first ([`Database::iter`]). Staging never changes what a reader sees: a change
+//! anything over. Maintenance's walks (expiry, bans, allowances) do the same under the
+//! writer lock; eviction's walk hands the staged changes to parity-db first
+//! ([`Database::iter`]). Staging never changes what a reader sees: a change
 //! moves from the staged set to parity-db only after parity-db serves it.
 
 use crate::{
@@ -73,13 +74,24 @@ fn empty_changes() -> Vec<Changes> {
 	(0..schema::COLUMNS).map(|_| Changes::default()).collect()
 }
 
-/// Empty changes sized like `previous`: a stream of batches stages about as many keys between
-/// two hand-overs as it did before, and growing the maps anew each time (rehashing every key
-/// at each doubling) cost a tenth of a removal's time.
+/// Keys a column's map keeps room for from one hand-over to the next (16,384 buckets, about
+/// 800 KiB): what [`changes_like`] carries over is bounded by this, so that a burst does not
+/// leave the maps large for good.
+const ROOM_KEPT: usize = 14_336;
+
+/// Empty changes with the room `previous` grew to (at most [`ROOM_KEPT`] keys a column):
+/// a stream of batches stages about as many keys between two hand-overs as it did before,
+/// and growing the maps anew each time (rehashing every key at each doubling) cost a tenth
+/// of a removal's time. The room, not the keys: sized by its keys alone, a map was too
+/// small whenever a period of removals (which stage new keys: bans, deletions) followed
+/// one of submits, and rehashing took a third of an expiry round's staging.
 fn changes_like(previous: &[Changes]) -> Vec<Changes> {
 	previous
 		.iter()
-		.map(|changes| Changes::with_capacity_and_hasher(changes.len(), Default::default()))
+		.map(|changes| {
+			let room = changes.len().max(changes.capacity().min(ROOM_KEPT));
+			Changes::with_capacity_and_hasher(room, Default::default())
+		})
 		.collect()
 }
 
@@ -134,29 +146,36 @@ impl Database {
 		Ok(self.db.iter(col)?)
 	}
 
-	/// An ordered iterator over what parity-db holds of `col`, without handing the staged
-	/// batches over first (which costs the caller a parity-db commit): it may show keys the
-	/// staged batches removed, so the caller checks [`Database::staged`], and it misses keys
-	/// they added.
-	pub fn iter_behind(&self, col: ColId) -> Result<parity_db::BTreeIterator<'_>> {
-		Ok(self.db.iter(col)?)
-	}
-
 	/// A walk over `col` that sees every change staged so far under `prefix`, without handing
 	/// anything over: parity-db's iterator with the staged values under `prefix` laid over
-	/// it. The caller holds the store's view lock (shared), so nothing is staged while it
-	/// walks; the drain thread may hand the staged changes over meanwhile, which changes
+	/// it. The caller holds the store's view lock (shared) or the writer lock, so nothing is
+	/// staged while it walks; the drain thread may hand the staged changes over meanwhile, which changes
 	/// nothing the walk yields, as parity-db then holds the same values the walk took from
 	/// the staged set first.
+	///
+	/// The last completed hand-over is not laid over: parity-db's walk already yields it
+	/// (its commits are merged into its walks as soon as it takes them), and leaving it out
+	/// saves every walk a look at each key it holds, a cache miss a key.
 	pub fn overlay(&self, col: ColId, prefix: &[u8]) -> Result<Overlay<'_>> {
+		self.overlay_below(col, prefix, None)
+	}
+
+	/// [`Database::overlay`], for a walk that stops before `end`: staged keys from `end` on
+	/// are not laid over it (nor copied).
+	pub fn overlay_below(
+		&self,
+		col: ColId,
+		prefix: &[u8],
+		end: Option<&[u8]>,
+	) -> Result<Overlay<'_>> {
 		let mut staged = Vec::new();
 		if self.staged_keys.load(Ordering::Acquire) != 0 {
 			let layers = self.staged.read();
-			let newest_first = std::iter::once(&layers.current)
-				.chain([&layers.handing_over, &layers.recent].into_iter().flatten().map(|l| &**l));
+			let newest_first =
+				std::iter::once(&layers.current).chain(layers.handing_over.as_deref());
 			for (age, layer) in newest_first.enumerate() {
 				for (key, value) in layer[col as usize].iter() {
-					if key.starts_with(prefix) {
+					if key.starts_with(prefix) && end.is_none_or(|end| key.as_slice() < end) {
 						staged.push((key.clone(), age, value.clone()));
 					}
 				}
@@ -425,6 +444,21 @@ mod tests {
 		Database::new(Arc::new(db))
 	}
 
+	/// The maps for the next period keep the room the last one grew to, up to
+	/// [`ROOM_KEPT`] keys, however few keys it ended with.
+	#[test]
+	fn the_next_maps_keep_the_room_the_last_grew_to_within_a_bound() {
+		let mut previous = empty_changes();
+		previous[0].reserve(4_000);
+		previous[0].insert(vec![1], None);
+		previous[1].reserve(100_000);
+		let next = changes_like(&previous);
+		assert!(next[0].capacity() >= 4_000, "room kept: {}", next[0].capacity());
+		assert!(next[1].capacity() >= ROOM_KEPT, "room kept: {}", next[1].capacity());
+		assert!(next[1].capacity() < 2 * ROOM_KEPT, "room bounded: {}", next[1].capacity());
+		assert!(next.iter().all(HashMap::is_empty));
+	}
+
 	#[test]
 	fn staged_values_are_read_before_handover_and_after() {
 		let dir = tempfile::tempdir().unwrap();
@@ -550,6 +584,49 @@ mod tests {
 			proptest::prop_assert_eq!(&seen, &(up, down));
 			db.hand_over().unwrap();
 			proptest::prop_assert_eq!(walks(db.raw(), &[2], &seek), seen, "parity-db after the hand-over");
+		}
+
+		/// A walk that stops before a key (maintenance's, under the writer lock) sees, up
+		/// to that key, what parity-db would after a hand-over, with another hand-over
+		/// completed before it (which it does not lay over) and one staged since.
+		#[test]
+		fn a_bounded_overlay_walk_sees_what_parity_db_sees_below_its_end(
+			base in ops(), handed in ops(), staged in ops(), newest in ops(),
+			seek in (1u8..=3, 0u8..9), end in (1u8..=4, 0u8..9),
+		) {
+			let dir = tempfile::tempdir().unwrap();
+			let db = database(dir.path());
+			let col = schema::COL_POSTING;
+			let with_col = |ops: &Ops| ops.iter().map(|(k, v)| (col, k.clone(), v.clone())).collect::<Vec<_>>();
+			db.raw().commit(with_col(&base)).unwrap();
+			db.stage(with_col(&handed));
+			db.hand_over().unwrap();
+			db.stage(with_col(&staged));
+			db.hand_over().unwrap();
+			db.stage(with_col(&newest));
+			let (seek, end) = ([seek.0, seek.1], [end.0, end.1]);
+			let mut walk = db.overlay_below(col, &[], Some(&end)).unwrap();
+			walk.seek(&seek).unwrap();
+			let mut seen = Vec::new();
+			while let Some((key, value)) = walk.next().unwrap() {
+				if key.as_slice() >= end.as_slice() {
+					break;
+				}
+				seen.push((key, Some(value)));
+			}
+			let mut model = std::collections::BTreeMap::new();
+			for (key, value) in base.iter().chain(&handed).chain(&staged).chain(&newest) {
+				match value {
+					Some(value) => model.insert(key.clone(), value.clone()),
+					None => model.remove(key),
+				};
+			}
+			let expected: Ops = model
+				.range(seek.to_vec()..)
+				.take_while(|(key, _)| key.as_slice() < end.as_slice())
+				.map(|(k, v)| (k.clone(), Some(v.clone())))
+				.collect();
+			proptest::prop_assert_eq!(seen, expected);
 		}
 	}
 }

@@ -124,6 +124,13 @@ const MAX_STAGED: usize = 4096;
 const MAX_PENDING_BYTES: u64 = 24 << 20;
 
 impl Writeback {
+	/// Keep the background threads from handing anything over while the guard lives (a
+	/// writer's own hand-over, past [`MAX_STAGED`] batches, waits for it too).
+	#[cfg(test)]
+	pub fn hold(&self) -> parking_lot::MutexGuard<'_, ()> {
+		self.lock.lock()
+	}
+
 	/// For `db`, whose batches are also appended to `intent`; `sync` and the checkpoint
 	/// pace as in [`crate::config::Config`].
 	pub fn new(db: Arc<Database>, intent: Arc<IntentLog>, config: &crate::config::Config) -> Self {
