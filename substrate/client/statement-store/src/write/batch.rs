@@ -319,11 +319,18 @@ impl<'a> Batch<'a> {
 		let pairs = match self.account_lists.entry(key) {
 			std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
 			std::collections::hash_map::Entry::Vacant(entry) => {
-				let mut pairs = Vec::new();
-				if let Some(bytes) = self.inner.db.get(schema::COL_POSTING, entry.key())? {
-					decode_pairs(&bytes, &mut pairs)
-						.ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
-				}
+				// As the last commit left it: decoded already if a recent batch edited it.
+				let pairs = match self.inner.writes.account_lists.take(entry.key()) {
+					Some(pairs) => pairs,
+					None => {
+						let mut pairs = Vec::new();
+						if let Some(bytes) = self.inner.db.get(schema::COL_POSTING, entry.key())? {
+							decode_pairs(&bytes, &mut pairs)
+								.ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
+						}
+						pairs
+					}
+				};
 				entry.insert(pairs)
 			}
 		};
@@ -481,9 +488,11 @@ impl<'a> Batch<'a> {
 			self.ops.push((schema::COL_POSTING, key.segment_key(base), value));
 			edited.push(((key, base), ids));
 		}
+		let mut lists = Vec::with_capacity(self.account_lists.len());
 		for (key, pairs) in std::mem::take(&mut self.account_lists) {
 			let value = (!pairs.is_empty()).then(|| encode_pairs(&pairs));
-			self.ops.push((schema::COL_POSTING, key, value));
+			self.ops.push((schema::COL_POSTING, key.clone(), value));
+			lists.push((key, pairs));
 		}
 		let mut accounts: i64 = 0;
 		for (account, (before, usage)) in std::mem::take(&mut self.usage) {
@@ -531,6 +540,7 @@ impl<'a> Batch<'a> {
 		inner.db.stage(self.ops);
 		// Staged: the next batch that edits these segments starts from them as they are now.
 		inner.writes.segments.put_all(edited);
+		inner.writes.account_lists.put_all(lists);
 		inner.writes.writeback.staged(seq);
 		if let Some(tallies) = tallies {
 			inner.writes.set_tallies(tallies);

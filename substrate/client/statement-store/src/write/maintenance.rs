@@ -111,7 +111,7 @@ impl Store {
 	/// expiry lists (one per second, oldest first) from `cursor` (the segment an earlier
 	/// slice of this call stopped in) and moving it on.
 	///
-	/// The walk is parity-db's expiry lists with the staged batches' laid over them
+	/// The walk is parity-db's expiry lists with the staged batches laid over them
 	/// ([`crate::write::staging::Database::overlay`]), so it sees what was admitted a moment
 	/// ago and not what earlier slices removed, without handing the staged batches over
 	/// first: that is a parity-db commit on this thread, which cost an expiry round of

@@ -67,8 +67,10 @@ pub(crate) struct Writes {
 	banned: AtomicBool,
 	/// Where the next allowance re-check slice starts.
 	allowance_cursor: Mutex<Option<AccountId>>,
-	/// Posting segments as the last commits left them, decoded (see [`Segments`]).
-	segments: Segments,
+	/// Posting segments as the last commits left them, decoded (see [`Decoded`]).
+	segments: Decoded<(PostingKey, Id), Id>,
+	/// Account-list segments as the last commits left them, decoded (see [`Decoded`]).
+	account_lists: Decoded<Vec<u8>, (Id, u32)>,
 	/// Concurrent removals, carried in shared batches (see `group`).
 	removing: group::Removals,
 	/// Removals acknowledged and waiting for their index edits (see `deferred`).
@@ -81,46 +83,55 @@ pub(crate) struct Writes {
 	ties: ties::Ties,
 }
 
-/// Most ids [`Segments`] holds (8 bytes each): a submit edits about six segments and the
-/// largest span 4,096 ids, so this keeps a stream's working set and bounds it at 512 KiB.
-const SEGMENT_CACHE_IDS: usize = 1 << 16;
+/// Most entries a [`Decoded`] cache holds: a submit edits about six posting segments (the
+/// largest span 4,096 ids, 8 bytes each) and one or two account-list segments (up to 4,096
+/// pairs, 16 bytes each), so this keeps a stream's working set and bounds each cache at
+/// 512 KiB (segments) and 1 MiB (account lists).
+const DECODED_ENTRIES: usize = 1 << 16;
 
-/// The posting segments recent batches edited, decoded as their commits left them, so that
-/// the next batch that edits one does not read and decode it again (a submit or removal
-/// edits four to six, most of them the same as the batch before's). Only batches write
-/// posting segments while the store is open, and each takes what it edits out and puts
-/// back what it staged, under the writer lock, so an entry is never older than the staged
-/// value; a batch that fails puts nothing back.
-#[derive(Default)]
-pub(crate) struct Segments {
-	held: Mutex<Held>,
+/// Lists recent batches edited (posting segments by list and base, account-list segments by
+/// key), decoded as their commits left them, so that the next batch that edits one does not
+/// read and decode it again: a submit or removal edits four to six posting segments, most of
+/// them the same as the batch before's, and an eviction the account-list segments of the
+/// evicted statement and the new one, up to 4,096 pairs each. Only batches write these
+/// lists while the store is open, and each takes what it edits out and puts back what it
+/// staged, under the writer lock, so an entry is never older than the staged value; a batch
+/// that fails puts nothing back.
+pub(crate) struct Decoded<K, T> {
+	held: Mutex<Held<K, T>>,
 }
 
-/// The segments [`Segments`] holds, by list and base, and the ids in all of them.
-type Held = (HashMap<(PostingKey, Id), Vec<Id>>, usize);
+/// The lists [`Decoded`] holds, and the entries in all of them.
+type Held<K, T> = (HashMap<K, Vec<T>>, usize);
 
-impl Segments {
-	/// The ids of segment `key` if held, taken out.
-	pub fn take(&self, key: &(PostingKey, Id)) -> Option<Vec<Id>> {
+impl<K, T> Default for Decoded<K, T> {
+	fn default() -> Self {
+		Decoded { held: Mutex::new((HashMap::new(), 0)) }
+	}
+}
+
+impl<K: std::hash::Hash + Eq, T> Decoded<K, T> {
+	/// The list under `key` if held, taken out.
+	pub fn take(&self, key: &K) -> Option<Vec<T>> {
 		let mut held = self.held.lock();
-		let ids = held.0.remove(key)?;
-		held.1 -= ids.len();
-		Some(ids)
+		let list = held.0.remove(key)?;
+		held.1 -= list.len();
+		Some(list)
 	}
 
-	/// Hold segments as a commit staged them, dropping everything held when over the bound.
-	pub fn put_all(&self, segments: Vec<((PostingKey, Id), Vec<Id>)>) {
+	/// Hold lists as a commit staged them, dropping everything held when over the bound.
+	pub fn put_all(&self, lists: Vec<(K, Vec<T>)>) {
 		let mut held = self.held.lock();
-		for (key, ids) in segments {
-			if ids.len() > SEGMENT_CACHE_IDS {
+		for (key, list) in lists {
+			if list.len() > DECODED_ENTRIES {
 				continue;
 			}
-			if held.1 + ids.len() > SEGMENT_CACHE_IDS {
+			if held.1 + list.len() > DECODED_ENTRIES {
 				held.0.clear();
 				held.1 = 0;
 			}
-			held.1 += ids.len();
-			if let Some(old) = held.0.insert(key, ids) {
+			held.1 += list.len();
+			if let Some(old) = held.0.insert(key, list) {
 				held.1 -= old.len();
 			}
 		}
@@ -168,6 +179,7 @@ impl Writes {
 			removing: Default::default(),
 			deferred: Default::default(),
 			segments: Default::default(),
+			account_lists: Default::default(),
 			removals: AtomicU64::new(start.removals),
 			ties: Default::default(),
 		})

@@ -76,7 +76,7 @@ fn empty_changes() -> Vec<Changes> {
 
 /// Keys a column's map keeps room for from one hand-over to the next (16,384 buckets, about
 /// 800 KiB): what [`changes_like`] carries over is bounded by this, so that a burst does not
-/// leave the maps large for good.
+/// leave the maps large for long. A hand-over that finds nothing staged gives the room back.
 const ROOM_KEPT: usize = 14_336;
 
 /// Empty changes with the room `previous` grew to (at most [`ROOM_KEPT`] keys a column):
@@ -236,8 +236,10 @@ impl Database {
 			let mut staged = self.staged.write();
 			if staged.batches == 0 {
 				// Nothing staged since the last hand-over: stop keeping it in front, so that
-				// reads go straight to parity-db again.
-				let idle = staged.recent.take();
+				// reads go straight to parity-db again, and give back the room the empty maps
+				// kept for a stream that has stopped.
+				let idle =
+					(staged.recent.take(), std::mem::replace(&mut staged.current, empty_changes()));
 				self.staged_keys.store(Self::count(&staged), Ordering::Release);
 				drop(staged);
 				drop(idle);
@@ -457,6 +459,23 @@ mod tests {
 		assert!(next[1].capacity() >= ROOM_KEPT, "room kept: {}", next[1].capacity());
 		assert!(next[1].capacity() < 2 * ROOM_KEPT, "room bounded: {}", next[1].capacity());
 		assert!(next.iter().all(HashMap::is_empty));
+	}
+
+	/// A stream that stops leaves no room behind: the hand-over after the last one finds
+	/// nothing staged and gives the maps' room back.
+	#[test]
+	fn an_idle_hand_over_gives_the_room_back() {
+		let dir = tempfile::tempdir().unwrap();
+		let db = database(dir.path());
+		let room =
+			|db: &Database| db.staged.read().current.iter().map(HashMap::capacity).sum::<usize>();
+		let many: Vec<_> =
+			(0u32..5_000).map(|n| (schema::COL_META, n.to_be_bytes().to_vec(), None)).collect();
+		db.stage(many);
+		assert!(db.hand_over().unwrap());
+		assert!(room(&db) >= 5_000, "the next period keeps the room: {}", room(&db));
+		assert!(!db.hand_over().unwrap(), "nothing staged since");
+		assert_eq!(room(&db), 0, "an idle hand-over gives the room back");
 	}
 
 	#[test]

@@ -60,3 +60,36 @@ fn a_failed_intent_append_leaves_no_trace_and_gives_no_id_twice() {
 		assert_eq!(found(&store, n).len(), expected, "statement {n}");
 	}
 }
+
+/// A commit leaves the account-list segments it staged decoded for the next batch, exactly as
+/// it staged them, and a batch that edits one again starts from that.
+#[test]
+fn a_commit_leaves_its_account_lists_decoded_as_staged() {
+	use crate::index::{posting::decode_pairs, schema};
+	let dir = tempfile::tempdir().unwrap();
+	let store = open(dir.path());
+	let pair = ed25519_pair(7);
+	let of = |sequence: u32| {
+		TestStatement::new().expiry(u32::MAX, sequence).data(vec![7; 3]).signed_ed25519(&pair)
+	};
+	let (first, second) = (of(1), of(2));
+	assert_eq!(store.submit(first.clone(), StatementSource::Local), SubmitResult::New);
+	assert_eq!(store.submit(second.clone(), StatementSource::Local), SubmitResult::New);
+	let records: Vec<_> = [&first, &second]
+		.iter()
+		.map(|statement| store.inner.record(&statement.hash()).unwrap().unwrap())
+		.collect();
+	let key = schema::account_list_key(&records[0].account, records[0].expiry, records[0].id);
+	assert_eq!(
+		key,
+		schema::account_list_key(&records[1].account, records[1].expiry, records[1].id),
+		"one segment holds both"
+	);
+	let held = store.inner.writes.account_lists.take(&key).expect("held after the commit");
+	let staged = store.inner.db.get(schema::COL_POSTING, &key).unwrap().unwrap();
+	let mut pairs = Vec::new();
+	decode_pairs(&staged, &mut pairs).unwrap();
+	assert_eq!(held, pairs, "held as staged");
+	let expected: Vec<_> = records.iter().map(|r| (r.id, r.expiry as u32)).collect();
+	assert_eq!(held, expected);
+}
