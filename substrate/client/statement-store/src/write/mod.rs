@@ -83,11 +83,17 @@ pub(crate) struct Writes {
 	ties: ties::Ties,
 }
 
-/// Most entries a [`Decoded`] cache holds: a submit edits about six posting segments (the
-/// largest span 4,096 ids, 8 bytes each) and one or two account-list segments (up to 4,096
-/// pairs, 16 bytes each), so this keeps a stream's working set and bounds each cache at
-/// 512 KiB (segments) and 1 MiB (account lists).
-const DECODED_ENTRIES: usize = 1 << 16;
+/// Most bytes a [`Decoded`] cache holds, counted as [`Decoded::charge`] counts them: a submit
+/// edits about six posting segments (the largest span 4,096 ids, 8 bytes each) and one or
+/// two account-list segments (up to 4,096 pairs, 16 bytes each), so this keeps a stream's
+/// working set and bounds each cache at about 512 KiB.
+const DECODED_BYTES: usize = 512 << 10;
+
+/// What a held list costs beyond its entries: its key (an account-list key is a 49-byte
+/// allocation), its slot in the map and its own allocation, about 150 bytes. Counting
+/// entries alone let 65,536 one-pair account lists be held (a fill keeps one list a second
+/// an account), about 10 MiB, and the peak heap while populating 4.19M rose over its bound.
+const ENTRY_BYTES: usize = 160;
 
 /// Lists recent batches edited (posting segments by list and base, account-list segments by
 /// key), decoded as their commits left them, so that the next batch that edits one does not
@@ -101,7 +107,7 @@ pub(crate) struct Decoded<K, T> {
 	held: Mutex<Held<K, T>>,
 }
 
-/// The lists [`Decoded`] holds, and the entries in all of them.
+/// The lists [`Decoded`] holds, and what they cost (see [`Decoded::charge`]).
 type Held<K, T> = (HashMap<K, Vec<T>>, usize);
 
 impl<K, T> Default for Decoded<K, T> {
@@ -111,11 +117,16 @@ impl<K, T> Default for Decoded<K, T> {
 }
 
 impl<K: std::hash::Hash + Eq, T> Decoded<K, T> {
+	/// What holding `list` costs against [`DECODED_BYTES`].
+	fn charge(list: &Vec<T>) -> usize {
+		list.capacity() * std::mem::size_of::<T>() + ENTRY_BYTES
+	}
+
 	/// The list under `key` if held, taken out.
 	pub fn take(&self, key: &K) -> Option<Vec<T>> {
 		let mut held = self.held.lock();
 		let list = held.0.remove(key)?;
-		held.1 -= list.len();
+		held.1 -= Self::charge(&list);
 		Some(list)
 	}
 
@@ -123,18 +134,25 @@ impl<K: std::hash::Hash + Eq, T> Decoded<K, T> {
 	pub fn put_all(&self, lists: Vec<(K, Vec<T>)>) {
 		let mut held = self.held.lock();
 		for (key, list) in lists {
-			if list.len() > DECODED_ENTRIES {
+			let charge = Self::charge(&list);
+			if charge > DECODED_BYTES {
 				continue;
 			}
-			if held.1 + list.len() > DECODED_ENTRIES {
+			if held.1 + charge > DECODED_BYTES {
 				held.0.clear();
 				held.1 = 0;
 			}
-			held.1 += list.len();
+			held.1 += charge;
 			if let Some(old) = held.0.insert(key, list) {
-				held.1 -= old.len();
+				held.1 -= Self::charge(&old);
 			}
 		}
+	}
+
+	/// What the held lists cost (see [`Decoded::charge`]).
+	#[cfg(test)]
+	pub fn held_bytes(&self) -> usize {
+		self.held.lock().1
 	}
 }
 
@@ -252,5 +270,29 @@ impl Writes {
 			// parity-db now holds everything appended: the intent files are not needed.
 			self.intent.release_all();
 		}
+	}
+}
+
+#[cfg(test)]
+mod tests {
+	use super::{Decoded, DECODED_BYTES, ENTRY_BYTES};
+
+	/// Many short lists are held within the same bound as a few long ones: each costs its
+	/// key and slot as well as its entries.
+	#[test]
+	fn decoded_lists_are_held_within_their_bound_in_bytes() {
+		let cache = Decoded::<Vec<u8>, (u64, u32)>::default();
+		// 10,000 one-pair lists: 160 KiB of pairs, four times the bound with their keys.
+		let lists = (0u32..10_000).map(|n| (n.to_be_bytes().to_vec(), vec![(u64::from(n), n)]));
+		cache.put_all(lists.collect());
+		assert!(cache.held_bytes() <= DECODED_BYTES, "held {} bytes", cache.held_bytes());
+		let held = cache.held.lock().0.len();
+		assert!(held <= DECODED_BYTES / ENTRY_BYTES, "held {held} one-pair lists");
+		assert!(held > 0, "the newest are held");
+		let newest = 9_999u32.to_be_bytes().to_vec();
+		assert_eq!(cache.take(&newest), Some(vec![(9_999, 9_999)]));
+		let long = vec![(0u64, 0u32); 4096];
+		cache.put_all(vec![(b"long".to_vec(), long.clone())]);
+		assert_eq!(cache.take(&b"long".to_vec()), Some(long), "a dense segment fits");
 	}
 }

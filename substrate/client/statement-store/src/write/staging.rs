@@ -551,6 +551,34 @@ mod tests {
 			})
 	}
 
+	/// A database of `COL_POSTING` with `base` in parity-db, each of `handed` staged and
+	/// handed over in turn, then `staged` staged.
+	fn layered(dir: &std::path::Path, base: &Ops, handed: &[&Ops], staged: &Ops) -> Database {
+		let db = database(dir);
+		let with_col = |ops: &Ops| {
+			ops.iter().map(|(k, v)| (schema::COL_POSTING, k.clone(), v.clone())).collect::<Vec<_>>()
+		};
+		db.raw().commit(with_col(base)).unwrap();
+		for ops in handed {
+			db.stage(with_col(ops));
+			db.hand_over().unwrap();
+		}
+		db.stage(with_col(staged));
+		db
+	}
+
+	/// What `layers` leave, each applied over the ones before it.
+	fn model(layers: &[&Ops]) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+		let mut model = std::collections::BTreeMap::new();
+		for (key, value) in layers.iter().flat_map(|ops| ops.iter()) {
+			match value {
+				Some(value) => model.insert(key.clone(), value.clone()),
+				None => model.remove(key),
+			};
+		}
+		model
+	}
+
 	/// Every walk's entries under `prefix`, from `seek`, ascending and descending.
 	fn walks(db: &impl Ordered, prefix: &[u8], seek: &[u8]) -> (Ops, Ops) {
 		let mut walk = db.walk(schema::COL_POSTING, prefix).unwrap();
@@ -579,24 +607,12 @@ mod tests {
 			base in ops(), handed in ops(), staged in ops(), seek in (1u8..=3, 0u8..9),
 		) {
 			let dir = tempfile::tempdir().unwrap();
-			let db = database(dir.path());
-			let col = schema::COL_POSTING;
-			let with_col = |ops: &Ops| ops.iter().map(|(k, v)| (col, k.clone(), v.clone())).collect::<Vec<_>>();
-			db.raw().commit(with_col(&base)).unwrap();
-			db.stage(with_col(&handed));
-			db.hand_over().unwrap();
-			db.stage(with_col(&staged));
+			let db = layered(dir.path(), &base, &[&handed], &staged);
 			let batches = db.staged_batches();
 			let seek = [seek.0, seek.1];
 			let seen = walks(&db, &[2], &seek);
 			proptest::prop_assert_eq!(db.staged_batches(), batches, "the walk handed over");
-			let mut model = std::collections::BTreeMap::new();
-			for (key, value) in base.iter().chain(&handed).chain(&staged) {
-				match value {
-					Some(value) => model.insert(key.clone(), value.clone()),
-					None => model.remove(key),
-				};
-			}
+			let model = model(&[&base, &handed, &staged]);
 			let under = |k: &Vec<u8>| k.starts_with(&[2]);
 			let up: Ops = model.range(seek.to_vec()..).filter(|(k, _)| under(k)).map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
 			let down: Ops = model.range(..=seek.to_vec()).rev().filter(|(k, _)| under(k)).map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
@@ -614,17 +630,9 @@ mod tests {
 			seek in (1u8..=3, 0u8..9), end in (1u8..=4, 0u8..9),
 		) {
 			let dir = tempfile::tempdir().unwrap();
-			let db = database(dir.path());
-			let col = schema::COL_POSTING;
-			let with_col = |ops: &Ops| ops.iter().map(|(k, v)| (col, k.clone(), v.clone())).collect::<Vec<_>>();
-			db.raw().commit(with_col(&base)).unwrap();
-			db.stage(with_col(&handed));
-			db.hand_over().unwrap();
-			db.stage(with_col(&staged));
-			db.hand_over().unwrap();
-			db.stage(with_col(&newest));
+			let db = layered(dir.path(), &base, &[&handed, &staged], &newest);
 			let (seek, end) = ([seek.0, seek.1], [end.0, end.1]);
-			let mut walk = db.overlay_below(col, &[], Some(&end)).unwrap();
+			let mut walk = db.overlay_below(schema::COL_POSTING, &[], Some(&end)).unwrap();
 			walk.seek(&seek).unwrap();
 			let mut seen = Vec::new();
 			while let Some((key, value)) = walk.next().unwrap() {
@@ -633,14 +641,7 @@ mod tests {
 				}
 				seen.push((key, Some(value)));
 			}
-			let mut model = std::collections::BTreeMap::new();
-			for (key, value) in base.iter().chain(&handed).chain(&staged).chain(&newest) {
-				match value {
-					Some(value) => model.insert(key.clone(), value.clone()),
-					None => model.remove(key),
-				};
-			}
-			let expected: Ops = model
+			let expected: Ops = model(&[&base, &handed, &staged, &newest])
 				.range(seek.to_vec()..)
 				.take_while(|(key, _)| key.as_slice() < end.as_slice())
 				.map(|(k, v)| (k.clone(), Some(v.clone())))
