@@ -149,9 +149,9 @@ impl Database {
 	/// A walk over `col` that sees every change staged so far under `prefix`, without handing
 	/// anything over: parity-db's iterator with the staged values under `prefix` laid over
 	/// it. The caller holds the store's view lock (shared) or the writer lock, so nothing is
-	/// staged while it walks; the drain thread may hand the staged changes over meanwhile, which changes
-	/// nothing the walk yields, as parity-db then holds the same values the walk took from
-	/// the staged set first.
+	/// staged while it walks; the drain thread may hand the staged changes over meanwhile,
+	/// which changes nothing the walk yields, as parity-db then holds the same values the
+	/// walk took from the staged set first.
 	///
 	/// The last completed hand-over is not laid over: parity-db's walk already yields it
 	/// (its commits are merged into its walks as soon as it takes them), and leaving it out
