@@ -12,9 +12,11 @@ use super::ties::Tie;
 use crate::{
 	error::bad,
 	error::Result,
+	index::lists::Walk as _,
 	index::posting::decode_pairs,
 	index::schema::{self, Id, Record},
 	store::Inner,
+	write::staging::Overlay,
 };
 use statement_primitives::{AccountId, Hash};
 use std::sync::atomic::Ordering;
@@ -26,15 +28,12 @@ impl Inner {
 	/// `account`'s statements, lowest expiry (lowest priority) first: the order in which
 	/// eviction takes them.
 	pub fn by_priority(&self, account: &AccountId) -> Result<AccountWalk<'_>> {
-		let prefix = schema::account_lists(account);
-		let mut iter = self.db.iter(schema::COL_POSTING)?;
-		iter.seek(&prefix)?;
 		let kept = self.writes.ties.take(account);
 		Ok(AccountWalk {
 			inner: self,
-			iter,
+			lists: None,
 			account: *account,
-			prefix,
+			prefix: schema::account_lists(account),
 			ahead: None,
 			second: Vec::new(),
 			tied: Vec::new(),
@@ -51,7 +50,9 @@ impl Inner {
 /// An account's statements in priority order (see [`Inner::by_priority`]).
 pub struct AccountWalk<'a> {
 	inner: &'a Inner,
-	iter: parity_db::BTreeIterator<'a>,
+	/// The account's lists, staged changes laid over parity-db's; opened when a walk first
+	/// needs them, which a submit evicting from a kept tie does not.
+	lists: Option<Overlay<'a>>,
 	account: AccountId,
 	prefix: Vec<u8>,
 	/// A list read past the end of the second being walked.
@@ -189,8 +190,15 @@ impl AccountWalk<'_> {
 
 	/// Read every list of the account's next expiry second; false past its last.
 	fn next_second(&mut self) -> Result<bool> {
-		let Some((key, value)) =
-			self.ahead.take().map_or_else(|| self.iter.next(), |kv| Ok(Some(kv)))?
+		let lists = match &mut self.lists {
+			Some(lists) => lists,
+			None => {
+				let mut lists = self.inner.db.overlay(schema::COL_POSTING, &self.prefix)?;
+				lists.seek(&self.prefix)?;
+				self.lists.insert(lists)
+			}
+		};
+		let Some((key, value)) = self.ahead.take().map_or_else(|| lists.next(), |kv| Ok(Some(kv)))?
 		else {
 			return Ok(false);
 		};
@@ -204,7 +212,7 @@ impl AccountWalk<'_> {
 		let second = schema::be_u64(&group, 1 + 32).unwrap_or_default();
 		let mut pairs = Vec::new();
 		decode_pairs(&value, &mut pairs).ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
-		while let Some((key, value)) = self.iter.next()? {
+		while let Some((key, value)) = lists.next()? {
 			if !key.starts_with(&group) {
 				self.ahead = Some((key, value));
 				break;
@@ -317,5 +325,38 @@ mod tests {
 		assert!(others.iter().all(|s| store.has_statement(&s.hash())));
 		assert_eq!(store.submit(tie[0].clone(), LOCAL), SubmitResult::New);
 		assert_eq!(store.len(), 6);
+	}
+
+	/// An evicting submit walks the account's lists as staged, without handing the staged
+	/// batches to parity-db under the writer lock (a parity-db commit every submit that
+	/// evicts), both when it reads the lists and when a kept tie spares it them.
+	#[test]
+	fn evictions_walk_the_staged_lists_and_hand_nothing_over() {
+		let dir = tempfile::tempdir().unwrap();
+		let allowances = MapAllowances::new().with_default(StatementAllowance::new(100, 1 << 20));
+		let store = Store::open(crate::config::Config::new(dir.path()), Arc::new(allowances))
+			.unwrap();
+		let held = store.inner.writes.writeback.hold();
+		let opened = store.inner.db.staged_batches();
+		let mut tie: Vec<_> = (0..100u32).map(|i| expiring(1, 100, &i.to_le_bytes())).collect();
+		for s in &tie {
+			assert_eq!(store.submit(s.clone(), LOCAL), SubmitResult::New);
+		}
+		tie.sort_by_key(|s| std::cmp::Reverse(s.hash()));
+		for n in 0..3u32 {
+			// The first reads the staged lists and keeps the tie; the next take from it.
+			let newer = expiring(1, 200 + n, b"newer");
+			assert_eq!(store.submit(newer.clone(), LOCAL), SubmitResult::New, "submit {n}");
+			let lowest = tie.pop().unwrap();
+			assert!(!store.has_statement(&lowest.hash()), "submit {n} evicts the lowest hash");
+			assert!(store.has_statement(&newer.hash()));
+		}
+		assert_eq!(store.len(), 100);
+		assert_eq!(
+			store.inner.db.staged_batches(),
+			opened + 103,
+			"every submit staged one batch and none was handed over"
+		);
+		drop(held);
 	}
 }
