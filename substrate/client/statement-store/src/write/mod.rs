@@ -83,11 +83,17 @@ pub(crate) struct Writes {
 	ties: ties::Ties,
 }
 
-/// Most bytes a [`Decoded`] cache holds, counted as [`Decoded::charge`] counts them: a submit
-/// edits about six posting segments (the largest span 4,096 ids, 8 bytes each) and one or
-/// two account-list segments (up to 4,096 pairs, 16 bytes each), so this keeps a stream's
-/// working set and bounds each cache at about 512 KiB.
-const DECODED_BYTES: usize = 512 << 10;
+/// Most bytes the posting-segment cache holds, counted as [`Decoded::charge`] counts them: a
+/// submit edits about six posting segments (the largest span 4,096 ids, 8 bytes each),
+/// most of them the same as the submit before's, so this keeps a stream's working set.
+const SEGMENTS_BYTES: usize = 512 << 10;
+
+/// Most bytes the account-list cache holds. A submit edits one or two account-list segments
+/// (up to 4,096 pairs, 16 bytes each), but a run of evictions from a full account takes its
+/// statements by hash, from every segment of its lowest expiry at random: 16 dense segments
+/// (1 MiB) for an account of 65,536 statements of one expiry. Half the bound kept that run
+/// reading and decoding a segment on most submits.
+const ACCOUNT_LISTS_BYTES: usize = 2 << 20;
 
 /// What a held list costs beyond its entries: its key (an account-list key is a 49-byte
 /// allocation), its slot in the map and its own allocation, about 150 bytes. Counting
@@ -105,19 +111,20 @@ const ENTRY_BYTES: usize = 160;
 /// that fails puts nothing back.
 pub(crate) struct Decoded<K, T> {
 	held: Mutex<Held<K, T>>,
+	/// Most bytes held (see [`Decoded::charge`]).
+	bound: usize,
 }
 
 /// The lists [`Decoded`] holds, and what they cost (see [`Decoded::charge`]).
 type Held<K, T> = (HashMap<K, Vec<T>>, usize);
 
-impl<K, T> Default for Decoded<K, T> {
-	fn default() -> Self {
-		Decoded { held: Mutex::new((HashMap::new(), 0)) }
-	}
-}
-
 impl<K: std::hash::Hash + Eq, T> Decoded<K, T> {
-	/// What holding `list` costs against [`DECODED_BYTES`].
+	/// An empty cache holding at most `bound` bytes.
+	pub fn new(bound: usize) -> Self {
+		Decoded { held: Mutex::new((HashMap::new(), 0)), bound }
+	}
+
+	/// What holding `list` costs against the bound.
 	fn charge(list: &Vec<T>) -> usize {
 		list.capacity() * std::mem::size_of::<T>() + ENTRY_BYTES
 	}
@@ -130,17 +137,26 @@ impl<K: std::hash::Hash + Eq, T> Decoded<K, T> {
 		Some(list)
 	}
 
-	/// Hold lists as a commit staged them, dropping everything held when over the bound.
+	/// Hold lists as a commit staged them. Over the bound, lists held go (in no particular
+	/// order) until half the bound is left: dropping everything each time emptied the cache
+	/// in the middle of a working set just over the bound.
 	pub fn put_all(&self, lists: Vec<(K, Vec<T>)>) {
 		let mut held = self.held.lock();
 		for (key, list) in lists {
 			let charge = Self::charge(&list);
-			if charge > DECODED_BYTES {
+			if charge > self.bound {
 				continue;
 			}
-			if held.1 + charge > DECODED_BYTES {
-				held.0.clear();
-				held.1 = 0;
+			if held.1 + charge > self.bound {
+				let mut left = held.1;
+				held.0.retain(|_, list| {
+					let keep = left + charge <= self.bound / 2;
+					if !keep {
+						left -= Self::charge(list);
+					}
+					keep
+				});
+				held.1 = left;
 			}
 			held.1 += charge;
 			if let Some(old) = held.0.insert(key, list) {
@@ -196,8 +212,8 @@ impl Writes {
 			allowance_cursor: Mutex::new(None),
 			removing: Default::default(),
 			deferred: Default::default(),
-			segments: Default::default(),
-			account_lists: Default::default(),
+			segments: Decoded::new(SEGMENTS_BYTES),
+			account_lists: Decoded::new(ACCOUNT_LISTS_BYTES),
 			removals: AtomicU64::new(start.removals),
 			ties: Default::default(),
 		})
@@ -275,24 +291,46 @@ impl Writes {
 
 #[cfg(test)]
 mod tests {
-	use super::{Decoded, DECODED_BYTES, ENTRY_BYTES};
+	use super::{Decoded, ACCOUNT_LISTS_BYTES, ENTRY_BYTES, SEGMENTS_BYTES};
 
 	/// Many short lists are held within the same bound as a few long ones: each costs its
 	/// key and slot as well as its entries.
 	#[test]
 	fn decoded_lists_are_held_within_their_bound_in_bytes() {
-		let cache = Decoded::<Vec<u8>, (u64, u32)>::default();
+		let cache = Decoded::<Vec<u8>, (u64, u32)>::new(SEGMENTS_BYTES);
 		// 10,000 one-pair lists: 160 KiB of pairs, four times the bound with their keys.
 		let lists = (0u32..10_000).map(|n| (n.to_be_bytes().to_vec(), vec![(u64::from(n), n)]));
 		cache.put_all(lists.collect());
-		assert!(cache.held_bytes() <= DECODED_BYTES, "held {} bytes", cache.held_bytes());
+		assert!(cache.held_bytes() <= SEGMENTS_BYTES, "held {} bytes", cache.held_bytes());
 		let held = cache.held.lock().0.len();
-		assert!(held <= DECODED_BYTES / ENTRY_BYTES, "held {held} one-pair lists");
+		assert!(held <= SEGMENTS_BYTES / ENTRY_BYTES, "held {held} one-pair lists");
 		assert!(held > 0, "the newest are held");
 		let newest = 9_999u32.to_be_bytes().to_vec();
 		assert_eq!(cache.take(&newest), Some(vec![(9_999, 9_999)]));
 		let long = vec![(0u64, 0u32); 4096];
 		cache.put_all(vec![(b"long".to_vec(), long.clone())]);
 		assert_eq!(cache.take(&b"long".to_vec()), Some(long), "a dense segment fits");
+	}
+
+	/// An account's 16 dense segments of one expiry, which a run of evictions edits at
+	/// random, are held together; a segment past the bound makes room by dropping some of
+	/// what is held, not all of it.
+	#[test]
+	fn a_run_of_evictions_keeps_its_segments_held() {
+		let cache = Decoded::<Vec<u8>, (u64, u32)>::new(ACCOUNT_LISTS_BYTES);
+		let dense = |n: u8| (vec![n], vec![(u64::from(n), 0u32); 4096]);
+		cache.put_all((0..16).map(dense).collect());
+		for n in 0..16 {
+			let (key, list) = dense(n);
+			assert_eq!(cache.take(&key).as_ref(), Some(&list), "segment {n} held");
+			cache.put_all(vec![(key, list)]);
+		}
+		// Over the bound: 16 more dense segments, one batch at a time.
+		for n in 16..48 {
+			cache.put_all(vec![dense(n)]);
+			assert!(cache.held_bytes() <= ACCOUNT_LISTS_BYTES, "held {}", cache.held_bytes());
+		}
+		let held = (0..48).filter(|n| cache.held.lock().0.contains_key(&vec![*n])).count();
+		assert!(held >= 24, "only {held} of 48 dense segments held after the bound was reached");
 	}
 }
