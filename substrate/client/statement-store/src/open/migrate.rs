@@ -57,6 +57,116 @@ pub(crate) fn migrate(db: &parity_db::Db, version: u32, path: &str, sync: bool) 
 		// rewrites a schema 3 or 4 body in the schema 5 form.
 		to_schema_5(db, version, path, sync)?;
 	}
+	if version < 6 {
+		to_schema_6(db, path, sync)?;
+	}
+	Ok(())
+}
+
+/// Account-list pairs rewritten per commit by the move to schema 6.
+const SPLIT_CHUNK: usize = 65_536;
+
+/// Schema 6 spans an account list segment over [`schema::ACCOUNT_LIST_SPAN`] ids instead of
+/// 4,096. Every segment holding an id past its first span is split: its own key keeps the
+/// pairs of that first span (an old base is a new base too), the rest go to the keys of
+/// their spans, merged with what those hold. One old segment is split within one commit,
+/// about [`SPLIT_CHUNK`] pairs a commit, so a crash midway leaves segments split and not;
+/// the next open walks them all again, and a split segment (its ids all in its first span)
+/// is left as it is.
+fn to_schema_6(db: &parity_db::Db, path: &str, sync: bool) -> Result<()> {
+	let started = std::time::Instant::now();
+	log::info!(
+		target: "statement-store",
+		"{path}: upgrading the database to schema 6: account lists in segments of {} ids",
+		schema::ACCOUNT_LIST_SPAN
+	);
+	let prefix = [schema::ACCOUNT_PREFIX];
+	let (mut from, mut split, mut moved) = (prefix.to_vec(), 0u64, 0u64);
+	loop {
+		// Read a chunk of segments; the walk is dropped before the commit.
+		let mut chunk = Vec::new();
+		let mut pairs_read = 0;
+		let mut iter = db.iter(schema::COL_POSTING)?;
+		iter.seek(&from)?;
+		// Past the first chunk, the walk starts at the last segment already read.
+		let after = (from.len() > 1).then(|| from.clone());
+		let mut done = true;
+		while let Some((key, value)) = iter.next()? {
+			if !key.starts_with(&prefix) {
+				break;
+			}
+			if key.len() != schema::ACCOUNT_LIST_KEY {
+				return Err(bad(schema::COL_POSTING, "account list key"));
+			}
+			if after.as_ref().is_some_and(|after| key <= *after) {
+				continue;
+			}
+			let mut pairs = Vec::new();
+			decode_pairs(&value, &mut pairs)
+				.ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
+			pairs_read += pairs.len();
+			from = key.clone();
+			chunk.push((key, pairs));
+			if pairs_read >= SPLIT_CHUNK {
+				done = false;
+				break;
+			}
+		}
+		drop(iter);
+		let mut ops = Vec::new();
+		for (key, pairs) in chunk {
+			let base = schema::be_u64(&key, schema::ACCOUNT_LIST_KEY - 8)
+				.ok_or_else(|| bad(schema::COL_POSTING, "account list key"))?;
+			if pairs.iter().all(|(id, _)| schema::account_list_base(*id) == base) {
+				continue;
+			}
+			split += 1;
+			let mut spans: BTreeMap<Id, Vec<(Id, u32)>> = BTreeMap::new();
+			for (id, low) in pairs {
+				spans.entry(schema::account_list_base(id)).or_default().push((id, low));
+			}
+			let group = &key[..schema::ACCOUNT_LIST_KEY - 8];
+			if !spans.contains_key(&base) {
+				ops.push((schema::COL_POSTING, key.clone(), None));
+			}
+			for (span, mut pairs) in spans {
+				let mut span_key = group.to_vec();
+				span_key.extend_from_slice(&span.to_be_bytes());
+				if span != base {
+					moved += pairs.len() as u64;
+					// Only a split writes these keys, in the commit that rewrites the
+					// segment split; merged all the same, so that no pair can be lost.
+					if let Some(held) = db.get(schema::COL_POSTING, &span_key)? {
+						decode_pairs(&held, &mut pairs)
+							.ok_or_else(|| bad(schema::COL_POSTING, "account list"))?;
+						pairs.sort_unstable();
+						pairs.dedup_by_key(|pair| pair.0);
+					}
+				}
+				ops.push((schema::COL_POSTING, span_key, Some(encode_pairs(&pairs))));
+			}
+		}
+		if !ops.is_empty() {
+			writeback::commit(db, ops, sync)?;
+			apply_log(db)?;
+		}
+		if done {
+			break;
+		}
+		log::info!(
+			target: "statement-store",
+			"{path}: schema 6: {split} account list segments split so far"
+		);
+	}
+	let version = (schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(6u32.encode()));
+	writeback::commit(db, vec![version], sync)?;
+	apply_log(db)?;
+	log::info!(
+		target: "statement-store",
+		"{path}: upgraded to schema 6 in {:?} ({split} account list segments split, {moved} \
+		 pairs moved)",
+		started.elapsed()
+	);
 	Ok(())
 }
 

@@ -1,13 +1,14 @@
-//! What schemas 1 to 4 wrote, for the upgrades (`open::migrate`) and `check-db`, which read
+//! What schemas 1 to 5 wrote, for the upgrades (`open::migrate`) and `check-db`, which read
 //! databases an older build left. The layout this build writes is the parent module's; nothing
 //! outside the upgrades, `check-db` and the body reader needs this one.
 //!
-//! | version | what it wrote that schema 5 does not | upgraded by |
+//! | version | what it wrote that schema 6 does not | upgraded by |
 //! |---|---|---|
 //! | 1 | a posting list of the statements *without* a decryption key ([`NO_KEY_PREFIX`]) | one commit: the list of statements *with* one ([`super::PostingKey::Keyed`]) replaces it |
 //! | 2 | the whole record under each hash in the hash column (~110 bytes, starting with the id); one btree entry a statement in an account index ([`super::COL_ACCOUNT`], [`account_key`]) and in an expiry index ([`super::COL_EXPIRY`], [`expiry_key`]); a journal entry for every statement | 65,536 statements a commit, resumed at the next open after a crash: the id alone under each hash (a longer value is read by its first 8 bytes, so none is rewritten), account lists and expiry lists in the posting column, the list of every stored id, a journal of admissions since the newest membership snapshot only |
 //! | 3 | bare encodings as bodies | with 4's |
 //! | 4 | bodies behind a 64-bit check of the encoding and the hash's fingerprint ([`BODY_CHECKED`]) | 65,536 bodies a commit: each rewritten as a [`super::body_value`], which also holds its hash, after checking it against what it was stored under (a body found damaged stays damaged) |
+//! | 5 | account list segments spanning 4,096 ids ([`super::SEGMENT_SPAN`]) | 65,536 pairs a commit, resumed at the next open: each segment split into segments of [`super::ACCOUNT_LIST_SPAN`] ids; a segment whose ids all lie in its first span is left as it is |
 //!
 //! A database created by schema 1 or 2 keeps a hash column as its meta column (parity-db
 //! requires a column to keep its kind; see [`super::db_options`]).

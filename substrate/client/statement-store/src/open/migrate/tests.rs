@@ -5,6 +5,7 @@ use crate::index::lists::segments;
 use crate::index::posting::encode_segment;
 use crate::open::fixtures::*;
 use crate::{config::Config, error::Error, open::snapshot::SNAPSHOT_FILE};
+use statement_primitives::testing::{ed25519_pair, TestStatement};
 use statement_primitives::{Statement, StatementSource, StatementStore, SubmitResult};
 
 #[test]
@@ -64,10 +65,13 @@ fn a_schema_1_database_is_upgraded_and_answers_the_same() {
 	assert_ne!(first[0], schema::legacy::NO_KEY_PREFIX, "the schema 1 list is gone");
 }
 
-/// After an upgrade: schema 5, every body in its form with its hash.
+/// After an upgrade: the current schema, every body in schema 5's form with its hash.
 fn assert_schema_5_bodies(dir: &std::path::Path, statements: &[Statement]) {
 	let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
-	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(5u32.encode()));
+	assert_eq!(
+		db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(),
+		Some(schema::SCHEMA_VERSION.encode())
+	);
 	for statement in statements {
 		let value = db.get(schema::COL_BODY, &body_key_of(&db, statement)).unwrap().unwrap();
 		assert_eq!(value, schema::body_value(&statement.hash(), &statement.encode()));
@@ -186,7 +190,10 @@ fn a_body_damaged_before_the_upgrade_to_schema_5_stays_damaged() {
 		Ok(_) => panic!("opened with a damaged body"),
 	}
 	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
-	assert_eq!(db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(), Some(5u32.encode()));
+	assert_eq!(
+		db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(),
+		Some(schema::SCHEMA_VERSION.encode())
+	);
 	let value = db.get(schema::COL_BODY, &body_key_of(&db, &statements[7])).unwrap().unwrap();
 	let body = schema::StoredBody::of(value);
 	assert!(matches!(body, schema::StoredBody::Hashed { sound: false, .. }));
@@ -287,6 +294,92 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	let mut broadcasts = store.broadcasts(&[]).unwrap();
 	broadcasts.sort();
 	assert_eq!(broadcasts, left);
+	drop(store);
+	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
+	assert_eq!(
+		db.get(schema::COL_META, schema::KEY_SCHEMA).unwrap(),
+		Some(schema::SCHEMA_VERSION.encode())
+	);
+}
+
+/// Every account list of a closed database: key and pairs.
+fn account_lists(dir: &std::path::Path) -> Vec<(Vec<u8>, Vec<(Id, u32)>)> {
+	let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
+	let mut iter = db.iter(schema::COL_POSTING).unwrap();
+	iter.seek(&[schema::ACCOUNT_PREFIX]).unwrap();
+	let mut lists = Vec::new();
+	while let Some((key, value)) = iter.next().unwrap() {
+		if key[0] != schema::ACCOUNT_PREFIX {
+			break;
+		}
+		let mut pairs = Vec::new();
+		decode_pairs(&value, &mut pairs).unwrap();
+		lists.push((key, pairs));
+	}
+	lists
+}
+
+/// Schema 5 kept an account's statements of one second in segments of 4,096 ids: a dense
+/// account's segment is split into segments of [`schema::ACCOUNT_LIST_SPAN`], whether the
+/// database is as schema 5 left it or part split by a crash, and the store goes on: the
+/// same pairs, a clean check, removals and evictions by the new keys.
+#[test]
+fn a_schema_5_database_gets_its_account_lists_split() {
+	let dir = tempfile::tempdir().unwrap();
+	let statement = |n: u32, signer: u32| {
+		TestStatement::new()
+			.expiry(u32::MAX - 10, n)
+			.data(n.to_le_bytes().to_vec())
+			.signed_ed25519(&ed25519_pair(signer))
+	};
+	// Ids 0..600 of account 1 (dense: three spans of the first old segment), then 300
+	// alternating between accounts 2 and 3.
+	let statements: Vec<Statement> = (0..600)
+		.map(|n| statement(n, 1))
+		.chain((600..900).map(|n| statement(n, 2 + n % 2)))
+		.collect();
+	stored(dir.path(), &statements);
+	let split = account_lists(dir.path());
+	assert!(split.len() > 3, "{} lists", split.len());
+
+	// Accounts 1 and 2 as schema 5 wrote them; account 3 as a crash midway through the
+	// upgrade leaves it, already split.
+	let account_3 = statements[601].account_id().unwrap();
+	let mut ops = Vec::new();
+	let mut old: BTreeMap<Vec<u8>, Vec<(Id, u32)>> = BTreeMap::new();
+	for (key, pairs) in &split {
+		if key[1..33] == account_3 {
+			continue;
+		}
+		ops.push((schema::COL_POSTING, key.clone(), None));
+		for &(id, low) in pairs {
+			let mut old_key = key[..schema::ACCOUNT_LIST_KEY - 8].to_vec();
+			old_key.extend_from_slice(&segment_base(id).to_be_bytes());
+			old.entry(old_key).or_default().push((id, low));
+		}
+	}
+	assert!(old.len() < split.len(), "schema 5 held fewer, longer segments");
+	for (key, pairs) in old {
+		ops.push((schema::COL_POSTING, key, Some(encode_pairs(&pairs))));
+	}
+	ops.push((schema::COL_META, schema::KEY_SCHEMA.to_vec(), Some(5u32.encode())));
+	poke(dir.path(), ops);
+
+	let store = open_admitting(dir.path());
+	let report = crate::open::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
+	drop(store);
+	assert_eq!(account_lists(dir.path()), split, "the same pairs, under the same keys");
+
+	// Removing statements of account 1 past its first span edits the split lists.
+	let store = open_admitting(dir.path());
+	for statement in &statements[300..310] {
+		store.remove(&statement.hash()).unwrap();
+	}
+	store.remove_by(account_3).unwrap();
+	let report = crate::open::check::check_open(&store).unwrap();
+	assert!(report.problems.is_empty(), "{:?}", report.problems);
+	assert_eq!(store.len(), 900 - 10 - 150);
 	drop(store);
 	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
 	assert_eq!(
