@@ -51,7 +51,7 @@
 //! and a 64-bit check, so a reader that finds a body by id knows which statement it is without
 //! hashing it; what removing it needs besides (its account, topics, key, channel, sizes) is
 //! read from the body too. Lists are delta-coded segments of ids, so an index costs a few
-//! bytes a statement rather than a btree entry (see `schema` for the layout, schema 5). (One commit
+//! bytes a statement rather than a btree entry (see `schema` for the layout, schema 6). (One commit
 //! may carry several consecutive batches: acknowledged batches are staged in memory in front
 //! of parity-db and handed over together, so a key many batches rewrite, such as a posting
 //! segment or the counters, is written once.)
