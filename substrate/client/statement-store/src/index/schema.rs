@@ -287,9 +287,11 @@ pub fn account_lists(account: &AccountId) -> Vec<u8> {
 /// Ids an account list segment spans (schema 6; 4,096 before). An account submitting in a
 /// burst holds dense lists, and each submit or eviction rewrites its segment whole: at
 /// 4,096 a segment was up to 24 KiB, and encoding and writing it was a quarter of an
-/// evicting submit's time. An account of one statement a segment costs the same at either
-/// span.
-pub const ACCOUNT_LIST_SPAN: Id = SEGMENT_SPAN / 16;
+/// evicting submit's time. Shorter spans cost accounts whose statements interleave with
+/// others' more segments to edit for the same statements: at 256, expiring 2,000
+/// statements of 64 accounts edited about eight segments an account instead of one or two,
+/// and `compare`'s expiry showed it; 1,024 keeps both near their best.
+pub const ACCOUNT_LIST_SPAN: Id = SEGMENT_SPAN / 4;
 
 /// First id of the account list segment holding `id`.
 pub fn account_list_base(id: Id) -> Id {

@@ -89,10 +89,10 @@ pub(crate) struct Writes {
 const SEGMENTS_BYTES: usize = 512 << 10;
 
 /// Most bytes the account-list cache holds. A submit edits one or two account-list segments
-/// (up to 256 pairs, 16 bytes each), but a run of evictions from a full account takes its
-/// statements by hash, from every segment of its lowest expiry at random: 256 segments
-/// (1 MiB with what each costs beyond its pairs) for an account of 65,536 statements of one
-/// expiry. Half the bound kept that run reading and decoding a segment on most submits.
+/// (up to 1,024 pairs, 16 bytes each), but a run of evictions from a full account takes its
+/// statements by hash, from every segment of its lowest expiry at random: 64 dense segments
+/// (1 MiB) for an account of 65,536 statements of one expiry. Half the bound kept that run
+/// reading and decoding a segment on most submits.
 const ACCOUNT_LISTS_BYTES: usize = 2 << 20;
 
 /// What a held list costs beyond its entries: its key (an account-list key is a 49-byte
@@ -105,7 +105,7 @@ const ENTRY_BYTES: usize = 160;
 /// key), decoded as their commits left them, so that the next batch that edits one does not
 /// read and decode it again: a submit or removal edits four to six posting segments, most of
 /// them the same as the batch before's, and an eviction the account-list segments of the
-/// evicted statement and the new one, up to 256 pairs each. Only batches write these
+/// evicted statement and the new one, up to 1,024 pairs each. Only batches write these
 /// lists while the store is open, and each takes what it edits out and puts back what it
 /// staged, under the writer lock, so an entry is never older than the staged value; a batch
 /// that fails puts nothing back.
@@ -312,25 +312,25 @@ mod tests {
 		assert_eq!(cache.take(&b"long".to_vec()), Some(long), "a dense segment fits");
 	}
 
-	/// An account's 256 dense segments of one expiry (65,536 statements), which a run of
+	/// An account's 64 dense segments of one expiry (65,536 statements), which a run of
 	/// evictions edits at random, are held together; a segment past the bound makes room by
 	/// dropping some of what is held, not all of it.
 	#[test]
 	fn a_run_of_evictions_keeps_its_segments_held() {
 		let cache = Decoded::<Vec<u8>, (u64, u32)>::new(ACCOUNT_LISTS_BYTES);
-		let dense = |n: u16| (n.to_be_bytes().to_vec(), vec![(u64::from(n), 0u32); 256]);
-		cache.put_all((0..256).map(dense).collect());
-		for n in 0..256 {
+		let dense = |n: u16| (n.to_be_bytes().to_vec(), vec![(u64::from(n), 0u32); 1024]);
+		cache.put_all((0..64).map(dense).collect());
+		for n in 0..64 {
 			let (key, list) = dense(n);
 			assert_eq!(cache.take(&key).as_ref(), Some(&list), "segment {n} held");
 			cache.put_all(vec![(key, list)]);
 		}
-		// Over the bound (about 490 such segments): 256 more, one batch at a time.
-		for n in 256..512 {
+		// Over the bound (about 126 such segments): 64 more, one batch at a time.
+		for n in 64..128 {
 			cache.put_all(vec![dense(n)]);
 			assert!(cache.held_bytes() <= ACCOUNT_LISTS_BYTES, "held {}", cache.held_bytes());
 		}
-		let held = (0..512).filter(|n| cache.held.lock().0.contains_key(&dense(*n).0)).count();
-		assert!(held >= 200, "only {held} of 512 segments held after the bound was reached");
+		let held = (0..128).filter(|n| cache.held.lock().0.contains_key(&dense(*n).0)).count();
+		assert!(held >= 48, "only {held} of 128 segments held after the bound was reached");
 	}
 }

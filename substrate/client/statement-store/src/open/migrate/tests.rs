@@ -332,11 +332,11 @@ fn a_schema_5_database_gets_its_account_lists_split() {
 			.data(n.to_le_bytes().to_vec())
 			.signed_ed25519(&ed25519_pair(signer))
 	};
-	// Ids 0..600 of account 1 (dense: three spans of the first old segment), then 300
+	// Ids 0..2,600 of account 1 (dense: three spans of the first old segment), then 300
 	// alternating between accounts 2 and 3.
-	let statements: Vec<Statement> = (0..600)
+	let statements: Vec<Statement> = (0..2600)
 		.map(|n| statement(n, 1))
-		.chain((600..900).map(|n| statement(n, 2 + n % 2)))
+		.chain((2600..2900).map(|n| statement(n, 2 + n % 2)))
 		.collect();
 	stored(dir.path(), &statements);
 	let split = account_lists(dir.path());
@@ -344,7 +344,7 @@ fn a_schema_5_database_gets_its_account_lists_split() {
 
 	// Accounts 1 and 2 as schema 5 wrote them; account 3 as a crash midway through the
 	// upgrade leaves it, already split.
-	let account_3 = statements[601].account_id().unwrap();
+	let account_3 = statements[2601].account_id().unwrap();
 	let mut ops = Vec::new();
 	let mut old: BTreeMap<Vec<u8>, Vec<(Id, u32)>> = BTreeMap::new();
 	for (key, pairs) in &split {
@@ -373,13 +373,13 @@ fn a_schema_5_database_gets_its_account_lists_split() {
 
 	// Removing statements of account 1 past its first span edits the split lists.
 	let store = open_admitting(dir.path());
-	for statement in &statements[300..310] {
+	for statement in &statements[1300..1310] {
 		store.remove(&statement.hash()).unwrap();
 	}
 	store.remove_by(account_3).unwrap();
 	let report = crate::open::check::check_open(&store).unwrap();
 	assert!(report.problems.is_empty(), "{:?}", report.problems);
-	assert_eq!(store.len(), 900 - 10 - 150);
+	assert_eq!(store.len(), 2900 - 10 - 150);
 	drop(store);
 	let db = parity_db::Db::open(&schema::db_options(dir.path(), false)).unwrap();
 	assert_eq!(
