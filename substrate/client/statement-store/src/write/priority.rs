@@ -198,7 +198,8 @@ impl AccountWalk<'_> {
 				self.lists.insert(lists)
 			}
 		};
-		let Some((key, value)) = self.ahead.take().map_or_else(|| lists.next(), |kv| Ok(Some(kv)))?
+		let Some((key, value)) =
+			self.ahead.take().map_or_else(|| lists.next(), |kv| Ok(Some(kv)))?
 		else {
 			return Ok(false);
 		};
@@ -334,8 +335,8 @@ mod tests {
 	fn evictions_walk_the_staged_lists_and_hand_nothing_over() {
 		let dir = tempfile::tempdir().unwrap();
 		let allowances = MapAllowances::new().with_default(StatementAllowance::new(100, 1 << 20));
-		let store = Store::open(crate::config::Config::new(dir.path()), Arc::new(allowances))
-			.unwrap();
+		let store =
+			Store::open(crate::config::Config::new(dir.path()), Arc::new(allowances)).unwrap();
 		let held = store.inner.writes.writeback.hold();
 		let opened = store.inner.db.staged_batches();
 		let mut tie: Vec<_> = (0..100u32).map(|i| expiring(1, 100, &i.to_le_bytes())).collect();
