@@ -302,8 +302,11 @@ fn a_schema_2_database_is_upgraded_its_whole_records_read_by_their_ids() {
 	);
 }
 
-/// Every account list of a closed database: key and pairs.
-fn account_lists(dir: &std::path::Path) -> Vec<(Vec<u8>, Vec<(Id, u32)>)> {
+/// An account list: its key and its (id, low 32 bits of the expiry) pairs.
+type AccountList = (Vec<u8>, Vec<(Id, u32)>);
+
+/// Every account list of a closed database.
+fn account_lists(dir: &std::path::Path) -> Vec<AccountList> {
 	let db = parity_db::Db::open(&schema::db_options(dir, false)).unwrap();
 	let mut iter = db.iter(schema::COL_POSTING).unwrap();
 	iter.seek(&[schema::ACCOUNT_PREFIX]).unwrap();
