@@ -91,8 +91,8 @@ const SEGMENTS_BYTES: usize = 512 << 10;
 /// Most bytes the account-list cache holds. A submit edits one or two account-list segments
 /// (up to 1,024 pairs, 16 bytes each), but a run of evictions from a full account takes its
 /// statements by hash, from every segment of its lowest expiry at random: 64 dense segments
-/// (1 MiB) for an account of 65,536 statements of one expiry. Half the bound kept that run
-/// reading and decoding a segment on most submits.
+/// (1 MiB) for an account of 65,536 statements of one expiry. At 512 KiB, that run read and
+/// decoded a segment on most submits.
 const ACCOUNT_LISTS_BYTES: usize = 2 << 20;
 
 /// What a held list costs beyond its entries: its key (an account-list key is a 49-byte
